@@ -1,0 +1,25 @@
+# The two commands a new user runs: `make demo` and `make test`. Both set up .venv first.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-stamp
+
+.PHONY: demo test bench clean
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(PY) -m harpe_lab demo
+
+# pytest exits 5 when it selected no test: fail loudly rather than pass on nothing.
+test: $(STAMP)
+	$(PY) -m pytest; rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "make test: pytest selected no tests" >&2; exit 1; fi; \
+	exit $$rc
+
+clean:
+	rm -rf $(VENV) out build *.egg-info

@@ -1,0 +1,90 @@
+"""harpe_lab — replay recorded agent conversations under any context strategy and budget.
+
+``import harpe_lab`` is light: matplotlib, ipywidgets, litellm, tiktoken and pandas are
+imported only by the modules that need them, on first use. Names from those modules are
+resolved lazily below.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Any
+
+from .context import (
+    Compaction,
+    Context,
+    ContextCompacted,
+    FullContext,
+    SummarizingContext,
+    TurnContext,
+    WindowedContext,
+    message_chars,
+    truncate,
+)
+from .errors import BudgetError, HarpeLabError, ImportFormatError, JournalError, ModelError, StrategyError
+from .messages import (
+    AssistantMessage,
+    Attachment,
+    Rendered,
+    ToolCall,
+    ToolResult,
+    ToolResults,
+    Usage,
+    UserInput,
+    from_openai,
+    to_openai,
+)
+from .tokens import ApproxCounter, BytesCounter, LitellmCounter, TiktokenCounter, TokenCounter, counter_for_model
+
+__version__ = "0.1.0"
+
+# name -> module that defines it, imported on first access
+_LAZY: dict[str, str] = {}
+
+__all__ = [
+    "HarpeLabError",
+    "JournalError",
+    "StrategyError",
+    "BudgetError",
+    "ImportFormatError",
+    "ModelError",
+    "Attachment",
+    "UserInput",
+    "ToolCall",
+    "AssistantMessage",
+    "ToolResult",
+    "ToolResults",
+    "Rendered",
+    "Usage",
+    "to_openai",
+    "from_openai",
+    "Context",
+    "Compaction",
+    "ContextCompacted",
+    "FullContext",
+    "WindowedContext",
+    "TurnContext",
+    "SummarizingContext",
+    "truncate",
+    "message_chars",
+    "TokenCounter",
+    "ApproxCounter",
+    "BytesCounter",
+    "TiktokenCounter",
+    "LitellmCounter",
+    "counter_for_model",
+    *_LAZY,
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'harpe_lab' has no attribute {name!r}")
+    value = getattr(import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -1,0 +1,330 @@
+"""Harpe's context lifecycle and its four strategies, reproduced exactly.
+
+A *context* decides what goes into each model request. The engine drives it through a turn::
+
+    begin_turn(input) → compact() → [observe(usage) → append(reply)
+        → append(tool results) → compact()]* → commit_turn() | abort_turn()
+
+`FullContext` sends everything, `WindowedContext` the newest whole turns that fit a
+character budget, `TurnContext` only the current turn, and `SummarizingContext` folds the
+oldest turns into a summary in the system prompt once the provider reports more input
+tokens than its high-water mark. See ``docs/concepts.md`` and the Harpe specification §4.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Callable, Iterable, Protocol, Sequence, runtime_checkable
+
+from .errors import StrategyError
+from .messages import AssistantMessage, Message, Rendered, ToolResults, Usage, UserInput
+
+__all__ = [
+    "Context",
+    "Compaction",
+    "ContextCompacted",
+    "FullContext",
+    "WindowedContext",
+    "TurnContext",
+    "SummarizingContext",
+    "truncate",
+    "message_chars",
+    "turn_groups",
+    "SUMMARY_HEADER",
+    "DISTILL_SYSTEM",
+    "distill_request",
+]
+
+SUMMARY_HEADER = (
+    "# Conversation summary\n\n(Older turns, distilled; the messages below are the most recent turns.)\n\n"
+)
+DISTILL_SYSTEM = (
+    "You maintain a running summary of a conversation between a user and an agent. Reply with "
+    "ONLY the updated summary text — no preamble, no headings. Preserve: the user's goals and "
+    "constraints, decisions made, facts discovered, tool actions taken and their outcomes, and "
+    "unresolved questions. Be concise; drop pleasantries and dead ends."
+)
+
+
+@dataclass(frozen=True)
+class Compaction:
+    """What `Context.compact` returns: the request to send, and whether history was cut
+    (so the engine must restart the provider session from ``rendered``)."""
+
+    rendered: Rendered
+    compacted: bool
+
+
+@dataclass(frozen=True)
+class ContextCompacted:
+    """Event: a compaction dropped ``dropped_messages`` messages (messages, not turns)."""
+
+    dropped_messages: int
+
+
+@runtime_checkable
+class Context(Protocol):
+    """The lifecycle every context strategy implements (Harpe ≥ 0.8)."""
+
+    def begin_turn(self, input: UserInput) -> None: ...
+
+    def append(self, message: Message) -> None: ...
+
+    def compact(self) -> Compaction: ...
+
+    def observe(self, usage: Usage) -> None: ...
+
+    def commit_turn(self) -> None: ...
+
+    def abort_turn(self) -> None: ...
+
+
+# --- truncation -------------------------------------------------------------------------
+
+
+def message_chars(message: Message) -> int:
+    """Harpe's character measure: user text; assistant text plus each call's input as
+    Python's default ``json.dumps`` writes it; the contents of all tool results."""
+    if isinstance(message, UserInput):
+        return len(message.text)
+    if isinstance(message, AssistantMessage):
+        return len(message.text) + sum(len(json.dumps(c.input)) for c in message.calls)
+    if isinstance(message, ToolResults):
+        return sum(len(r.content) for r in message.results)
+    raise TypeError(f"not a harpe_lab message: {message!r}")
+
+
+def turn_groups(messages: Sequence[Message]) -> list[list[Message]]:
+    """Group messages into turns: a group starts at each `UserInput`; a leading non-user
+    prefix forms its own first group."""
+    groups: list[list[Message]] = []
+    for m in messages:
+        if isinstance(m, UserInput) or not groups:
+            groups.append([m])
+        else:
+            groups[-1].append(m)
+    return groups
+
+
+def truncate(messages: Sequence[Message], max_chars: int) -> list[Message]:
+    """Drop whole oldest turns while more than one is left and the total exceeds
+    ``max_chars`` (strictly). Never splits a reply from its tool results; the newest turn
+    is always kept, even when it alone is over the budget."""
+    groups = turn_groups(messages)
+    sizes = [sum(message_chars(m) for m in g) for g in groups]
+    total = sum(sizes)
+    first = 0
+    while len(groups) - first > 1 and total > max_chars:
+        total -= sizes[first]
+        first += 1
+    return [m for g in groups[first:] for m in g]
+
+
+# --- strategies -------------------------------------------------------------------------
+
+
+def _check_input(input: object) -> None:
+    if not isinstance(input, UserInput):
+        raise TypeError(f"begin_turn takes a UserInput, got {type(input).__name__}")
+
+
+class _TranscriptContext:
+    """Shared state machine of Full, Windowed and Summarizing: a stored transcript, marked
+    at each turn start so an aborted turn keeps only its user input."""
+
+    def __init__(self, base_system: str, initial: Iterable[Message] = ()) -> None:
+        if not isinstance(base_system, str):
+            raise StrategyError(f"base_system must be a str, got {type(base_system).__name__}")
+        self.base_system = base_system
+        self._transcript: list[Message] = list(initial)
+        self._marked: list[Message] = list(self._transcript)
+        self._turn_input: list[Message] = []
+
+    @property
+    def transcript(self) -> tuple[Message, ...]:
+        """The stored history (a copy: the context's own list is never handed out)."""
+        return tuple(self._transcript)
+
+    def begin_turn(self, input: UserInput) -> None:
+        _check_input(input)
+        self._marked = list(self._transcript)
+        self._turn_input = [input]
+        self._transcript.append(input)
+
+    def append(self, message: Message) -> None:
+        self._transcript.append(message)
+
+    def observe(self, usage: Usage) -> None:
+        pass
+
+    def commit_turn(self) -> None:
+        self._turn_input = []
+
+    def abort_turn(self) -> None:
+        self._transcript = self._marked + self._turn_input
+        self._turn_input = []
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({len(self._transcript)} messages)"
+
+
+class FullContext(_TranscriptContext):
+    """Send the whole transcript every time. Never compacts."""
+
+    def compact(self) -> Compaction:
+        return Compaction(Rendered(self.base_system, tuple(self._transcript)), False)
+
+
+class WindowedContext(_TranscriptContext):
+    """Send the newest whole turns that fit ``max_chars`` (Harpe fixes 24,000 ≈ 6k tokens).
+
+    Only the rendered view is cut; the stored transcript is never shortened, and
+    ``compacted`` is always false (mid-turn, the provider session keeps its growing tail).
+    """
+
+    def __init__(self, base_system: str, initial: Iterable[Message] = (), max_chars: int = 24_000) -> None:
+        if not isinstance(max_chars, int) or isinstance(max_chars, bool) or max_chars < 0:
+            raise StrategyError(f"max_chars must be an int >= 0, got {max_chars!r}")
+        super().__init__(base_system, initial)
+        self.max_chars = max_chars
+
+    def compact(self) -> Compaction:
+        return Compaction(Rendered(self.base_system, tuple(truncate(self._transcript, self.max_chars))), False)
+
+
+class TurnContext:
+    """Send only the current turn: no history across turns (the past lives in the log)."""
+
+    def __init__(self, base_system: str) -> None:
+        if not isinstance(base_system, str):
+            raise StrategyError(f"base_system must be a str, got {type(base_system).__name__}")
+        self.base_system = base_system
+        self._messages: list[Message] = []
+
+    def begin_turn(self, input: UserInput) -> None:
+        _check_input(input)
+        self._messages = [input]
+
+    def append(self, message: Message) -> None:
+        self._messages.append(message)
+
+    def compact(self) -> Compaction:
+        return Compaction(Rendered(self.base_system, tuple(self._messages)), False)
+
+    def observe(self, usage: Usage) -> None:
+        pass
+
+    def commit_turn(self) -> None:
+        self._messages = []
+
+    def abort_turn(self) -> None:
+        self._messages = []
+
+    def __repr__(self) -> str:
+        return f"TurnContext({len(self._messages)} messages)"
+
+
+def distill_request(dropped: Sequence[Message], summary: str) -> str:
+    """Harpe's distill request text for folding ``dropped`` into ``summary``."""
+    if summary:
+        lead = "Current summary:\n\n" + summary + "\n\nNew conversation excerpt to fold into it:\n\n"
+    else:
+        lead = "Conversation excerpt to summarize:\n\n"
+    parts = [lead]
+    for m in dropped:
+        if isinstance(m, UserInput):
+            parts.append("User: " + m.text + "\n")
+        elif isinstance(m, AssistantMessage):
+            if m.text:
+                parts.append("Agent: " + m.text + "\n")
+            parts.extend("Agent: [called tool " + c.name + "]\n" for c in m.calls)
+        else:
+            parts.extend("[tool result] " + r.content + "\n" for r in m.results)
+    parts.append("\nReply with the updated summary.")
+    return "".join(parts)
+
+
+Distill = Callable[[Rendered], "str | None"]
+
+
+class SummarizingContext(_TranscriptContext):
+    """Fold the oldest turns into a running summary once the provider reports more than
+    ``high_water_tokens`` input tokens; keep the newest turns that fit ``low_water_chars``.
+
+    Reactive, as in Harpe: the count compared is the previous reply's, so one oversized
+    request can go out before compaction. ``distill(Rendered) -> str | None`` receives
+    Harpe's distill system prompt and request text; ``None`` means "not this time" and
+    leaves everything as it was. Each compaction emits `ContextCompacted` to ``on_event``.
+    """
+
+    def __init__(
+        self,
+        base_system: str,
+        initial: Iterable[Message] = (),
+        *,
+        high_water_tokens: int,
+        low_water_chars: int,
+        distill: Distill,
+        on_event: Callable[[object], None] | None = None,
+    ) -> None:
+        if not isinstance(high_water_tokens, int) or isinstance(high_water_tokens, bool) or high_water_tokens <= 0:
+            raise StrategyError(f"high_water_tokens must be an int > 0, got {high_water_tokens!r}")
+        if not isinstance(low_water_chars, int) or isinstance(low_water_chars, bool) or low_water_chars < 0:
+            raise StrategyError(f"low_water_chars must be an int >= 0, got {low_water_chars!r}")
+        if distill is None or not callable(distill):
+            raise StrategyError(
+                f"distill must be a callable Rendered -> str | None, got {distill!r}; "
+                "use harpe_lab.summarize.ExtractiveDistiller for an offline one"
+            )
+        super().__init__(base_system, initial)
+        self.high_water_tokens = high_water_tokens
+        self.low_water_chars = low_water_chars
+        self.distill = distill
+        self.on_event = on_event
+        self._summary = ""
+        self._marked_summary = ""
+        self._last_input_tokens = 0
+        self._marked_input_tokens = 0
+
+    @property
+    def summary(self) -> str:
+        """The current running summary ("" before the first compaction)."""
+        return self._summary
+
+    def begin_turn(self, input: UserInput) -> None:
+        super().begin_turn(input)
+        self._marked_summary = self._summary
+        self._marked_input_tokens = self._last_input_tokens
+
+    def observe(self, usage: Usage) -> None:
+        self._last_input_tokens = usage.input_tokens
+
+    def compact(self) -> Compaction:
+        changed = self._last_input_tokens > self.high_water_tokens and self._compact_transcript()
+        system = self.base_system
+        if self._summary != "":
+            system += "\n\n" + SUMMARY_HEADER + self._summary
+        return Compaction(Rendered(system, tuple(self._transcript)), changed)
+
+    def _compact_transcript(self) -> bool:
+        kept = truncate(self._transcript, self.low_water_chars)
+        drop = len(self._transcript) - len(kept)
+        if drop == 0:
+            return False
+        request = distill_request(self._transcript[:drop], self._summary)
+        text = self.distill(Rendered(DISTILL_SYSTEM, (UserInput(request),)))
+        if text is None:
+            return False
+        if not isinstance(text, str):
+            raise StrategyError(f"distill must return a str or None, got {type(text).__name__}")
+        self._summary = text
+        self._transcript = kept
+        if self.on_event is not None:
+            self.on_event(ContextCompacted(drop))
+        return True
+
+    def abort_turn(self) -> None:
+        super().abort_turn()
+        self._summary = self._marked_summary
+        self._last_input_tokens = self._marked_input_tokens

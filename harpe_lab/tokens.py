@@ -1,0 +1,330 @@
+"""Token counters: how many tokens a text, a message or a whole request costs.
+
+Every counter memoizes ``count(text)``, so counting the same text twice costs one encode,
+and caches each message's count, so a replay pays one encode per distinct message.
+
+`count_rendered` prices a whole chat request the way OpenAI documents it for chat models:
+
+* each message costs ``MESSAGE_OVERHEAD`` (3) tokens plus its content;
+* each tool call costs ``CALL_OVERHEAD`` (3) plus its name and its JSON arguments;
+* each tool result is its own ``tool`` message (3 + content);
+* the system prompt, when not empty, is one more message;
+* tool schemas cost their JSON text;
+* every request ends with ``REPLY_PRIMING`` (3) tokens that prime the reply.
+
+It is an estimate of what a provider reports; `harpe_lab.replay.calibrate` fits a factor
+against recorded usage when a journal has it.
+
+No counter ever touches the network: `TiktokenCounter` loads its BPE file from the copy
+litellm's wheel ships (or from ``TIKTOKEN_CACHE_DIR``), through tiktoken's own loader
+and hash check, without importing litellm.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import math
+import os
+import threading
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Protocol, Sequence, runtime_checkable
+
+from .errors import HarpeLabError
+from .messages import AssistantMessage, Message, Rendered, ToolResults, UserInput
+
+__all__ = [
+    "TokenCounter",
+    "ApproxCounter",
+    "BytesCounter",
+    "TiktokenCounter",
+    "LitellmCounter",
+    "ScaledCounter",
+    "counter_for_model",
+    "MESSAGE_OVERHEAD",
+    "CALL_OVERHEAD",
+    "REPLY_PRIMING",
+]
+
+MESSAGE_OVERHEAD = 3
+CALL_OVERHEAD = 3
+REPLY_PRIMING = 3
+_CACHE_SIZE = 1 << 17
+
+
+@runtime_checkable
+class TokenCounter(Protocol):
+    """What a replay needs from a counter."""
+
+    name: str
+
+    def count(self, text: str) -> int: ...
+
+    def count_message(self, message: Message) -> int: ...
+
+    def count_rendered(self, rendered: Rendered, tools: Sequence[Mapping[str, Any]] = ()) -> int: ...
+
+
+class _Counter:
+    """Shared memoization and chat-overhead accounting; subclasses define ``_encode_len``."""
+
+    name = "counter"
+
+    def __init__(self) -> None:
+        self._reset_caches()
+
+    def _reset_caches(self) -> None:
+        self._count = lru_cache(maxsize=_CACHE_SIZE)(self._encode_len)
+        # id(message) -> (message, tokens); the message is held so its id stays unique.
+        self._messages: dict[int, tuple[Message, int]] = {}
+        self._lock = threading.Lock()
+
+    def _encode_len(self, text: str) -> int:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def count(self, text: str) -> int:
+        """Tokens in ``text`` (memoized)."""
+        return self._count(text)
+
+    def count_message(self, message: Message) -> int:
+        """Tokens one message adds to a chat request, overhead included (memoized)."""
+        hit = self._messages.get(id(message))
+        if hit is not None and hit[0] is message:
+            return hit[1]
+        n = self._message_tokens(message)
+        with self._lock:
+            if len(self._messages) >= _CACHE_SIZE:
+                self._messages.clear()
+            self._messages[id(message)] = (message, n)
+        return n
+
+    def _message_tokens(self, message: Message) -> int:
+        c = self._count
+        if isinstance(message, UserInput):
+            return MESSAGE_OVERHEAD + c(message.text)
+        if isinstance(message, AssistantMessage):
+            n = MESSAGE_OVERHEAD + c(message.text)
+            for call in message.calls:
+                n += CALL_OVERHEAD + c(call.name) + c(json.dumps(call.input, ensure_ascii=False))
+            return n
+        if isinstance(message, ToolResults):
+            return sum(MESSAGE_OVERHEAD + c(r.content) for r in message.results)
+        raise TypeError(f"not a harpe_lab message: {message!r}")
+
+    def count_system(self, system: str) -> int:
+        """Tokens the system prompt adds (0 when it is empty)."""
+        return MESSAGE_OVERHEAD + self._count(system) if system else 0
+
+    def count_tools(self, tools: Sequence[Mapping[str, Any]]) -> int:
+        """Tokens the tool schemas add."""
+        return self._count(json.dumps(list(tools), ensure_ascii=False, sort_keys=True)) if tools else 0
+
+    def count_messages(self, messages: Iterable[Message]) -> int:
+        """Tokens of these messages, overhead included, without system or reply priming."""
+        return sum(self.count_message(m) for m in messages)
+
+    def count_rendered(self, rendered: Rendered, tools: Sequence[Mapping[str, Any]] = ()) -> int:
+        """Tokens of a whole request: system, messages, tool schemas and reply priming."""
+        return (
+            self.count_system(rendered.system)
+            + self.count_messages(rendered.messages)
+            + self.count_tools(tools)
+            + REPLY_PRIMING
+        )
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = {k: v for k, v in self.__dict__.items() if k not in ("_count", "_messages", "_lock")}
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._reset_caches()
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and self.__getstate__() == other.__getstate__()  # type: ignore[union-attr]
+
+    def __hash__(self) -> int:
+        return hash((type(self), self.name))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r})"
+
+
+class ApproxCounter(_Counter):
+    """An estimate, not a tokenizer: ``ceil(len(text) / chars_per_token)``."""
+
+    def __init__(self, chars_per_token: float = 4) -> None:
+        if not isinstance(chars_per_token, (int, float)) or chars_per_token <= 0:
+            raise HarpeLabError(f"chars_per_token must be a number > 0, got {chars_per_token!r}")
+        self.chars_per_token = chars_per_token
+        self.name = f"approx/{chars_per_token}"
+        super().__init__()
+
+    def _encode_len(self, text: str) -> int:
+        return math.ceil(len(text) / self.chars_per_token)
+
+
+class BytesCounter(_Counter):
+    """Laser's estimator: ``ceil(len(text.encode("utf-8")) / 4)``."""
+
+    name = "bytes/4"
+
+    def _encode_len(self, text: str) -> int:
+        return (len(text.encode("utf-8")) + 3) // 4
+
+
+# --- tiktoken, offline --------------------------------------------------------------------
+
+_BPE = {
+    # name: (the URL tiktoken knows it by, its sha256)
+    "cl100k_base": (
+        "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken",
+        "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
+    ),
+    "o200k_base": (
+        "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken",
+        "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
+    ),
+}
+_encodings: dict[str, Any] = {}
+_encodings_lock = threading.Lock()
+
+
+def _bpe_dirs() -> list[Path]:
+    dirs = []
+    if os.environ.get("TIKTOKEN_CACHE_DIR"):
+        dirs.append(Path(os.environ["TIKTOKEN_CACHE_DIR"]))
+    spec = importlib.util.find_spec("litellm")  # finds the package without importing it
+    if spec is not None and spec.submodule_search_locations:
+        for loc in spec.submodule_search_locations:
+            dirs.append(Path(loc) / "litellm_core_utils" / "tokenizers")
+    return dirs
+
+
+def _load_encoding(name: str) -> Any:
+    """Build a tiktoken ``Encoding`` from a local BPE file, checking its hash."""
+    with _encodings_lock:
+        if name in _encodings:
+            return _encodings[name]
+        if name not in _BPE:
+            raise HarpeLabError(f"unknown encoding {name!r}; available offline: {', '.join(_BPE)}")
+        import tiktoken
+        import tiktoken.load
+        import tiktoken_ext.openai_public as public
+
+        url, sha256 = _BPE[name]
+        key = hashlib.sha1(url.encode()).hexdigest()
+        tried = [d / key for d in _bpe_dirs()]
+        path = next((p for p in tried if p.is_file()), None)
+        if path is None:
+            raise HarpeLabError(
+                f"the {name} BPE file is not on this machine (looked for "
+                f"{', '.join(map(str, tried)) or 'litellm, which is not installed'}). "
+                f"Install litellm (its wheel ships the file), or put the file {url} in a folder "
+                f"named by TIKTOKEN_CACHE_DIR under the name {key}."
+            )
+        data = path.read_bytes()
+        if not tiktoken.load.check_hash(data, sha256):
+            raise HarpeLabError(f"{path} does not match the sha256 {sha256} of {name}; reinstall litellm")
+        # Build through tiktoken's own constructor with its loader pointed at the verified
+        # local copy; a cache dir that holds the file means it never reaches the network.
+        previous = os.environ.get("TIKTOKEN_CACHE_DIR")
+        os.environ["TIKTOKEN_CACHE_DIR"] = str(path.parent)
+        try:
+            spec = getattr(public, name)()
+        finally:
+            if previous is None:
+                del os.environ["TIKTOKEN_CACHE_DIR"]
+            else:
+                os.environ["TIKTOKEN_CACHE_DIR"] = previous
+        encoding = tiktoken.Encoding(
+            spec["name"],
+            pat_str=spec["pat_str"],
+            mergeable_ranks=spec["mergeable_ranks"],
+            special_tokens=spec["special_tokens"],
+        )
+        _encodings[name] = encoding
+        return encoding
+
+
+class TiktokenCounter(_Counter):
+    """Exact counts for OpenAI encodings (``cl100k_base``, ``o200k_base``), loaded offline."""
+
+    def __init__(self, encoding: str = "cl100k_base") -> None:
+        if encoding not in _BPE:
+            raise HarpeLabError(f"encoding must be one of {sorted(_BPE)}, but {encoding!r} was passed")
+        self.name = encoding
+        super().__init__()
+
+    @property
+    def encoding(self) -> Any:
+        """The tiktoken ``Encoding`` (loaded on first use)."""
+        return _load_encoding(self.name)
+
+    def _reset_caches(self) -> None:
+        super()._reset_caches()
+        self._enc: Any = None
+
+    def _encode_len(self, text: str) -> int:
+        enc = self._enc
+        if enc is None:
+            enc = self._enc = _load_encoding(self.name)
+        return len(enc.encode_ordinary(text))
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = super().__getstate__()
+        state.pop("_enc", None)
+        return state
+
+
+class LitellmCounter(_Counter):
+    """Counts with ``litellm.token_counter`` for ``model`` (litellm is imported on first use,
+    with its offline cost map)."""
+
+    def __init__(self, model: str) -> None:
+        if not isinstance(model, str) or not model:
+            raise HarpeLabError(f"model must be a non-empty model name, got {model!r}")
+        self.model = model
+        self.name = f"litellm/{model}"
+        super().__init__()
+
+    def _encode_len(self, text: str) -> int:
+        from ._litellm import litellm
+
+        return int(litellm().token_counter(model=self.model, text=text))
+
+
+class ScaledCounter(_Counter):
+    """Another counter's counts times ``factor`` (what `calibrate` returns)."""
+
+    def __init__(self, base: _Counter, factor: float) -> None:
+        if not isinstance(factor, (int, float)) or not math.isfinite(factor) or factor <= 0:
+            raise HarpeLabError(f"factor must be a finite number > 0, got {factor!r}")
+        self.base = base
+        self.factor = float(factor)
+        self.name = f"{base.name}×{self.factor:.4f}"
+        super().__init__()
+
+    def _encode_len(self, text: str) -> int:
+        return round(self.base.count(text) * self.factor)
+
+    def count_rendered(self, rendered: Rendered, tools: Sequence[Mapping[str, Any]] = ()) -> int:
+        return round(self.base.count_rendered(rendered, tools) * self.factor)
+
+    def _message_tokens(self, message: Message) -> int:
+        return round(self.base.count_message(message) * self.factor)
+
+    def count_system(self, system: str) -> int:
+        return round(self.base.count_system(system) * self.factor)
+
+
+def counter_for_model(name: str) -> _Counter:
+    """The best offline counter for a model name: ``o200k_base`` for GPT-4o, GPT-4.1, GPT-5
+    and the o-series, ``cl100k_base`` for older OpenAI models and, as an approximation, for
+    every other provider (use `calibrate` against recorded usage to correct it)."""
+    base = name.rsplit("/", 1)[-1].lower()
+    if base.startswith(("gpt-4o", "gpt-4.1", "gpt-4.5", "gpt-5", "o1", "o3", "o4", "chatgpt-4o")):
+        return TiktokenCounter("o200k_base")
+    return TiktokenCounter("cl100k_base")

@@ -1,0 +1,31 @@
+"""Shared fixtures. Tests never reach the network: litellm runs offline and models are
+served by `openai_server.OpenAIServer` on 127.0.0.1."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
+
+from openai_server import OpenAIServer  # noqa: E402
+
+REAL_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "real"
+DATA = Path(__file__).resolve().parent / "data"
+
+
+@pytest.fixture
+def openai_server():
+    with OpenAIServer() as server:
+        yield server
+
+
+@pytest.fixture
+def real_data() -> Path:
+    """``../shared/data/real``; the test is skipped when the folder is absent."""
+    if not REAL_DATA.is_dir():
+        pytest.skip(f"real data folder {REAL_DATA} is absent")
+    return REAL_DATA
