@@ -1,0 +1,119 @@
+"""Calibration: fit a counter to the input tokens a provider really reported.
+
+A counter estimates; a journal (or an imported session) may record what the provider
+charged. `calibrate` replays the conversation under `FullContext` up to its first recorded
+compaction, compares simulated with recorded input tokens request by request, and fits
+``recorded ≈ factor × simulated + offset`` by least squares, per model. The offset absorbs
+what the recording did not keep — a system prompt and tool schemas the agent sent but the
+transcript does not hold. The returned `CalibratedCounter` plugs into `replay` unchanged.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+from .context import FullContext
+from .conversation import Conversation
+from .errors import HarpeLabError
+from .messages import Message, Rendered
+from .tokens import _Counter
+
+__all__ = ["calibrate", "Calibration", "CalibratedCounter"]
+
+
+class CalibratedCounter(_Counter):
+    """``base``'s counts scaled by ``factor``; whole requests also get ``offset`` tokens."""
+
+    def __init__(self, base: Any, factor: float, offset: float = 0.0) -> None:
+        if not math.isfinite(factor) or factor <= 0:
+            raise HarpeLabError(f"factor must be a finite number > 0, got {factor!r}")
+        if not math.isfinite(offset):
+            raise HarpeLabError(f"offset must be finite, got {offset!r}")
+        self.base = base
+        self.factor = float(factor)
+        self.offset = float(offset)
+        self.name = f"{base.name}×{self.factor:.3f}{self.offset:+.0f}"
+        super().__init__()
+
+    def _encode_len(self, text: str) -> int:
+        return round(self.base.count(text) * self.factor)
+
+    def _message_tokens(self, message: Message) -> int:
+        return round(self.base.count_message(message) * self.factor)
+
+    def count_rendered(self, rendered: Rendered, tools: Sequence[Mapping[str, Any]] = ()) -> int:
+        # the offset is charged once per request, with the system prompt
+        fixed = round(self.base.count_rendered(Rendered(rendered.system, ()), tools) * self.factor + self.offset)
+        return max(0, fixed) + self.count_messages(rendered.messages)
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """What `calibrate` found. Errors are median absolute percentage errors over the
+    requests that had a recorded count."""
+
+    counter: CalibratedCounter
+    factor: float
+    offset: float
+    requests: int
+    error_before: float
+    error_after: float
+    per_model: Mapping[str, tuple[float, float]] = field(default_factory=dict)
+    frame: Any = None
+    """``request, turn, model, simulated, recorded, calibrated`` per compared request."""
+
+
+def _fit(sim: Any, rec: Any) -> tuple[float, float]:
+    import numpy as np
+
+    if len(sim) >= 2 and np.ptp(sim) > 0:
+        factor, offset = np.polyfit(sim, rec, 1)
+        if factor > 0:
+            return float(factor), float(offset)
+    return float(np.sum(rec) / max(1, np.sum(sim))), 0.0
+
+
+def calibrate(conversation: Conversation, counter: Any, *, tools: Sequence[Mapping[str, Any]] = (),
+              system: str | None = None) -> Calibration:
+    """Fit ``counter`` to the provider-reported input tokens recorded in ``conversation``."""
+    import numpy as np
+    import pandas as pd
+
+    from .replay import replay
+
+    base_system = conversation.system if system is None else system
+    stop = min((c.turn for c in conversation.compactions), default=len(conversation.turns))
+    head = conversation.with_(turns=conversation.turns[:stop], compactions=())
+    result = replay(head, lambda: FullContext(base_system), counter=counter, tools=tools, name="calibration")
+    f = result.requests
+    f = f[f["recorded_input_tokens"].notna() & (f["recorded_input_tokens"] > 0)].copy()
+    if f.empty:
+        raise HarpeLabError(
+            f"conversation {conversation.id!r} records no provider input tokens before its first compaction; "
+            "calibration needs a journal or import with usage (harpe.metering.usage, Claude Code usage)"
+        )
+    models = []
+    for _, row in f.iterrows():
+        usage = conversation.turns[row["turn"]].usage
+        models.append(usage[row["step"]].model if row["step"] < len(usage) else "")
+    f["model"] = models
+    sim = f["input_tokens"].to_numpy(float)
+    rec = f["recorded_input_tokens"].to_numpy(float)
+    factor, offset = _fit(sim, rec)
+    per_model = {m: _fit(g["input_tokens"].to_numpy(float), g["recorded_input_tokens"].to_numpy(float))
+                 for m, g in f.groupby("model")}
+    calibrated = factor * sim + offset
+    frame = pd.DataFrame({"request": f["request"], "turn": f["turn"], "model": f["model"],
+                          "simulated": sim, "recorded": rec, "calibrated": calibrated})
+    return Calibration(
+        counter=CalibratedCounter(counter, factor, offset),
+        factor=factor,
+        offset=offset,
+        requests=len(f),
+        error_before=float(np.median(np.abs(sim - rec) / rec)),
+        error_after=float(np.median(np.abs(calibrated - rec) / rec)),
+        per_model=per_model,
+        frame=frame.reset_index(drop=True),
+    )

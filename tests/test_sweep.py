@@ -1,0 +1,117 @@
+"""Sweeps over strategies and budgets, inline, on a process pool and on dask; calibration."""
+
+from __future__ import annotations
+
+import functools
+
+import pytest
+
+from harpe_lab import ApproxCounter, AssistantMessage, FullContext, StrategyError, SummarizingContext, Usage, UserInput
+from harpe_lab import WindowedContext
+from harpe_lab.calibrate import calibrate
+from harpe_lab.conversation import Conversation, RecordedCompaction, Turn
+from harpe_lab.replay import replay
+from harpe_lab.sweep import grid_points, sweep
+
+COUNTER = ApproxCounter()
+
+
+def make_conversation(n: int, cid: str = "c") -> Conversation:
+    return Conversation(
+        tuple(Turn(UserInput(f"question {k} " + "q" * (k % 7) * 10), (AssistantMessage("answer " + "a" * 120),))
+              for k in range(n)),
+        id=cid,
+    )
+
+
+def windowed(max_chars: int) -> WindowedContext:
+    return WindowedContext("sys", max_chars=max_chars)
+
+
+def summarizing(high_water: int, low_water: int) -> SummarizingContext:
+    return SummarizingContext("sys", high_water_tokens=high_water, low_water_chars=low_water, distill=_distill)
+
+
+def _distill(rendered):
+    return "summary"
+
+
+STRATEGIES = {"windowed": windowed, "summarizing": summarizing, "full": functools.partial(FullContext, "sys")}
+GRID = {"max_chars": [200, 800], "high_water": [150, 400], "low_water": [300]}
+
+
+class TestGrid:
+    def test_product_and_explicit_points(self):
+        assert grid_points({"a": [1, 2], "b": [3]}) == [{"a": 1, "b": 3}, {"a": 2, "b": 3}]
+        assert grid_points([{"a": 1}, {"a": 5}]) == [{"a": 1}, {"a": 5}]
+        assert grid_points(None) == [{}]
+
+    def test_bad_grid(self):
+        with pytest.raises(StrategyError, match=r"grid\['a'\] must be a sequence"):
+            grid_points({"a": 3})
+
+
+class TestSweep:
+    def test_rows_match_single_replays(self):
+        convs = [make_conversation(12, "a"), make_conversation(20, "b")]
+        frame = sweep(convs, STRATEGIES, GRID, counter=COUNTER, executor=None, progress=False)
+        assert len(frame) == 2 * 3 * 4
+        row = frame[(frame.conversation == "b") & (frame.strategy == "windowed") & (frame.max_chars == 200)].iloc[0]
+        single = replay(convs[1], lambda: windowed(200), counter=COUNTER).totals()
+        assert row["input_tokens_sum"] == single["input_tokens_sum"]
+        assert row["messages_dropped_max"] == single["messages_dropped_max"]
+        # factories only receive the parameters they name
+        full = frame[frame.strategy == "full"]
+        assert full["input_tokens_sum"].nunique() == 2
+
+    def test_pool_inline_and_dask_agree(self):
+        from concurrent.futures import ThreadPoolExecutor
+
+        convs = [make_conversation(15, "a"), make_conversation(9, "b")]
+        pooled = sweep(convs, STRATEGIES, GRID, counter=COUNTER, progress=False)  # fork pool (2 cores)
+        with ThreadPoolExecutor(2) as ex:
+            threaded = sweep(convs, STRATEGIES, GRID, counter=COUNTER, executor=ex, progress=False)
+        assert pooled.equals(threaded)
+        distributed = pytest.importorskip("distributed")
+        with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                      dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+            on_dask = sweep(convs, {**STRATEGIES, "lambda": lambda max_chars: windowed(max_chars)}, GRID,
+                            counter=COUNTER, executor=client.get_executor(), progress=False)
+        assert on_dask[on_dask.strategy != "lambda"].reset_index(drop=True).equals(pooled)
+
+    def test_lambda_factories_on_the_default_pool(self):
+        frame = sweep(make_conversation(5), {"w": lambda max_chars: windowed(max_chars)}, {"max_chars": [100, 300]},
+                      counter=COUNTER, progress=False)
+        assert frame["max_chars"].tolist() == [100, 300]
+
+    def test_errors(self):
+        with pytest.raises(StrategyError, match="at least one strategy"):
+            sweep(make_conversation(2), {}, None, counter=COUNTER)
+        with pytest.raises(StrategyError, match="must be a callable"):
+            sweep(make_conversation(2), {"x": 3}, None, counter=COUNTER)
+
+
+class TestCalibrate:
+    def test_recovers_factor_and_offset(self):
+        base = make_conversation(10)
+        sim = replay(base, lambda: FullContext(""), counter=COUNTER).requests["input_tokens"].tolist()
+        turns = tuple(Turn(t.input, t.messages, usage=(Usage(round(1.2 * s + 900), 30, model="m"),))
+                      for t, s in zip(base.turns, sim))
+        conv = base.with_(turns=turns)
+        cal = calibrate(conv, COUNTER)
+        assert cal.factor == pytest.approx(1.2, rel=1e-3) and cal.offset == pytest.approx(900, abs=2)
+        assert cal.error_before > 0.3 and cal.error_after < 0.01
+        assert cal.requests == 10 and set(cal.per_model) == {"m"}
+        recal = replay(conv, lambda: FullContext(""), counter=cal.counter).requests
+        err = (recal["input_tokens"] - recal["recorded_input_tokens"]).abs() / recal["recorded_input_tokens"]
+        assert err.max() < 0.03
+
+    def test_stops_at_the_first_recorded_compaction(self):
+        base = make_conversation(6)
+        turns = tuple(Turn(t.input, t.messages, usage=(Usage(1000 + k),)) for k, t in enumerate(base.turns))
+        cal = calibrate(base.with_(turns=turns, compactions=(RecordedCompaction(turn=4, summary="s"),)), COUNTER)
+        assert cal.requests == 4
+
+    def test_needs_recorded_usage(self):
+        with pytest.raises(Exception, match="records no provider input tokens"):
+            calibrate(make_conversation(3), COUNTER)
