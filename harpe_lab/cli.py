@@ -8,6 +8,8 @@ import sys
 from importlib import import_module
 from typing import Sequence
 
+__all__ = ["main"]
+
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="harpe-lab", description="Replay agent conversations under context strategies.")

@@ -12,7 +12,7 @@ and caches each message's count, so a replay pays one encode per distinct messag
 * tool schemas cost their JSON text;
 * every request ends with ``REPLY_PRIMING`` (3) tokens that prime the reply.
 
-It is an estimate of what a provider reports; `harpe_lab.replay.calibrate` fits a factor
+It is an estimate of what a provider reports; `harpe_lab.calibrate.calibrate` fits a factor
 against recorded usage when a journal has it.
 
 No counter ever touches the network: `TiktokenCounter` loads its BPE file from the copy
@@ -156,8 +156,13 @@ class ApproxCounter(_Counter):
     """An estimate, not a tokenizer: ``ceil(len(text) / chars_per_token)``."""
 
     def __init__(self, chars_per_token: float = 4) -> None:
-        if not isinstance(chars_per_token, (int, float)) or chars_per_token <= 0:
-            raise HarpeLabError(f"chars_per_token must be a number > 0, got {chars_per_token!r}")
+        if (
+            not isinstance(chars_per_token, (int, float))
+            or isinstance(chars_per_token, bool)
+            or not math.isfinite(chars_per_token)
+            or chars_per_token <= 0
+        ):
+            raise HarpeLabError(f"chars_per_token must be a finite number > 0, got {chars_per_token!r}")
         self.chars_per_token = chars_per_token
         self.name = f"approx/{chars_per_token}"
         super().__init__()
@@ -217,7 +222,20 @@ def _load_encoding(name: str) -> Any:
         url, sha256 = _BPE[name]
         key = hashlib.sha1(url.encode()).hexdigest()
         tried = [d / key for d in _bpe_dirs()]
-        path = next((p for p in tried if p.is_file()), None)
+        # The first copy whose hash matches wins: a stale file in TIKTOKEN_CACHE_DIR must not
+        # hide the good one in litellm's wheel (and tiktoken would delete it and download).
+        path, corrupt = None, []
+        for candidate in tried:
+            if candidate.is_file():
+                if tiktoken.load.check_hash(candidate.read_bytes(), sha256):
+                    path = candidate
+                    break
+                corrupt.append(candidate)
+        if corrupt and path is None:
+            raise HarpeLabError(
+                f"{', '.join(map(str, corrupt))} does not match the sha256 {sha256} of {name}; "
+                f"delete it and reinstall litellm, or replace it with the file {url}"
+            )
         if path is None:
             raise HarpeLabError(
                 f"the {name} BPE file is not on this machine (looked for "
@@ -225,9 +243,6 @@ def _load_encoding(name: str) -> Any:
                 f"Install litellm (its wheel ships the file), or put the file {url} in a folder "
                 f"named by TIKTOKEN_CACHE_DIR under the name {key}."
             )
-        data = path.read_bytes()
-        if not tiktoken.load.check_hash(data, sha256):
-            raise HarpeLabError(f"{path} does not match the sha256 {sha256} of {name}; reinstall litellm")
         # Build through tiktoken's own constructor with its loader pointed at the verified
         # local copy; a cache dir that holds the file means it never reaches the network.
         previous = os.environ.get("TIKTOKEN_CACHE_DIR")
@@ -297,7 +312,8 @@ class LitellmCounter(_Counter):
 
 
 class ScaledCounter(_Counter):
-    """Another counter's counts times ``factor`` (what `calibrate` returns)."""
+    """Another counter's counts times a fixed ``factor`` (`harpe_lab.calibrate` fits one
+    from recorded usage)."""
 
     def __init__(self, base: _Counter, factor: float) -> None:
         if not isinstance(factor, (int, float)) or not math.isfinite(factor) or factor <= 0:
