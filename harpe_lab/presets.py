@@ -66,9 +66,9 @@ def make_strategy(
     reserve = max(1, budget // 10)
     if name == "sliding":
         window = orion.SlidingWindow(budget, counter=counter, reserve_tokens=reserve)
-        return lambda: orion.WindowContext(system, window, tools=tools)
+        return lambda: orion.OrionContext(system, window, tools=tools)
     if name == "summarize-window":
         window = orion.SummarizeWindow(budget, counter=counter, distill=d, reserve_tokens=reserve)
-        return lambda: orion.WindowContext(system, window, tools=tools)
+        return lambda: orion.OrionContext(system, window, tools=tools)
     policy = laser.Chain([laser.LastN(40), laser.TokenBudget(budget)])
     return lambda: laser.PolicyContext(system, policy)
