@@ -5,48 +5,20 @@ charged. `calibrate` replays the conversation under `FullContext` up to its firs
 compaction, compares simulated with recorded input tokens request by request, and fits
 ``recorded ≈ factor × simulated + offset`` by least squares, per model. The offset absorbs
 what the recording did not keep — a system prompt and tool schemas the agent sent but the
-transcript does not hold. The returned `CalibratedCounter` plugs into `replay` unchanged.
+transcript does not hold. The returned `ScaledCounter` plugs into `replay` unchanged.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
 from .context import FullContext
 from .conversation import Conversation
 from .errors import HarpeLabError
-from .messages import Message, Rendered
-from .tokens import _Counter
+from .tokens import ScaledCounter
 
-__all__ = ["calibrate", "Calibration", "CalibratedCounter"]
-
-
-class CalibratedCounter(_Counter):
-    """``base``'s counts scaled by ``factor``; whole requests also get ``offset`` tokens."""
-
-    def __init__(self, base: Any, factor: float, offset: float = 0.0) -> None:
-        if not math.isfinite(factor) or factor <= 0:
-            raise HarpeLabError(f"factor must be a finite number > 0, got {factor!r}")
-        if not math.isfinite(offset):
-            raise HarpeLabError(f"offset must be finite, got {offset!r}")
-        self.base = base
-        self.factor = float(factor)
-        self.offset = float(offset)
-        self.name = f"{base.name}×{self.factor:.3f}{self.offset:+.0f}"
-        super().__init__()
-
-    def _encode_len(self, text: str) -> int:
-        return round(self.base.count(text) * self.factor)
-
-    def _message_tokens(self, message: Message) -> int:
-        return round(self.base.count_message(message) * self.factor)
-
-    def count_rendered(self, rendered: Rendered, tools: Sequence[Mapping[str, Any]] = ()) -> int:
-        # the offset is charged once per request, with the system prompt
-        fixed = round(self.base.count_rendered(Rendered(rendered.system, ()), tools) * self.factor + self.offset)
-        return max(0, fixed) + self.count_messages(rendered.messages)
+__all__ = ["calibrate", "Calibration"]
 
 
 @dataclass(frozen=True)
@@ -54,7 +26,7 @@ class Calibration:
     """What `calibrate` found. Errors are median absolute percentage errors over the
     requests that had a recorded count."""
 
-    counter: CalibratedCounter
+    counter: ScaledCounter
     factor: float
     offset: float
     requests: int
@@ -108,7 +80,7 @@ def calibrate(conversation: Conversation, counter: Any, *, tools: Sequence[Mappi
     frame = pd.DataFrame({"request": f["request"], "turn": f["turn"], "model": f["model"],
                           "simulated": sim, "recorded": rec, "calibrated": calibrated})
     return Calibration(
-        counter=CalibratedCounter(counter, factor, offset),
+        counter=ScaledCounter(counter, factor, offset),
         factor=factor,
         offset=offset,
         requests=len(f),

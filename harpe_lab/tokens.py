@@ -312,28 +312,38 @@ class LitellmCounter(_Counter):
 
 
 class ScaledCounter(_Counter):
-    """Another counter's counts times a fixed ``factor`` (`harpe_lab.calibrate` fits one
-    from recorded usage)."""
+    """Another counter's counts times ``factor``, plus ``offset`` tokens once per request
+    (what `harpe_lab.calibrate.calibrate` fits from recorded usage: the offset stands for
+    a system prompt and tool schemas the recording did not keep).
 
-    def __init__(self, base: _Counter, factor: float) -> None:
-        if not isinstance(factor, (int, float)) or not math.isfinite(factor) or factor <= 0:
+    Additive like every counter here: a request costs its fixed part (system, tools,
+    priming, offset) plus the sum of its messages' scaled counts.
+    """
+
+    def __init__(self, base: _Counter, factor: float, offset: float = 0.0) -> None:
+        for name, value in (("factor", factor), ("offset", offset)):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+                raise HarpeLabError(f"{name} must be a finite number, got {value!r}")
+        if factor <= 0:
             raise HarpeLabError(f"factor must be a finite number > 0, got {factor!r}")
         self.base = base
         self.factor = float(factor)
-        self.name = f"{base.name}×{self.factor:.4f}"
+        self.offset = float(offset)
+        self.name = f"{base.name}×{self.factor:.4f}" + (f"{self.offset:+.0f}" if self.offset else "")
         super().__init__()
 
     def _encode_len(self, text: str) -> int:
         return round(self.base.count(text) * self.factor)
-
-    def count_rendered(self, rendered: Rendered, tools: Sequence[Mapping[str, Any]] = ()) -> int:
-        return round(self.base.count_rendered(rendered, tools) * self.factor)
 
     def _message_tokens(self, message: Message) -> int:
         return round(self.base.count_message(message) * self.factor)
 
     def count_system(self, system: str) -> int:
         return round(self.base.count_system(system) * self.factor)
+
+    def count_rendered(self, rendered: Rendered, tools: Sequence[Mapping[str, Any]] = ()) -> int:
+        fixed = self.base.count_rendered(Rendered(rendered.system, ()), tools) * self.factor + self.offset
+        return max(0, round(fixed)) + self.count_messages(rendered.messages)
 
 
 def counter_for_model(name: str) -> _Counter:

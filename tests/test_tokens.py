@@ -324,15 +324,18 @@ class TestChatOverhead:
         m = AssistantMessage("", (ToolCall("i", "f", {"city": "Zürich"}),))
         assert c.count_message(m) == 3 + 3 + 1 + len('{"city": "Zürich"}')
 
-    def test_scaled_counter_scales_the_whole_request(self):
+    def test_scaled_counter_scales_each_part_and_adds_the_offset_once(self):
         base = ApproxCounter(1)
-        r = Rendered("sys", (UserInput("hello"),))
-        assert ScaledCounter(base, 1.5).count_rendered(r) == round(base.count_rendered(r) * 1.5)
+        r = Rendered("sys", (UserInput("hello"), UserInput("world!")))
+        fixed = base.count_rendered(Rendered("sys", ()))
+        scaled = ScaledCounter(base, 1.5, offset=100)
+        assert scaled.count_rendered(r) == round(fixed * 1.5 + 100) + round(8 * 1.5) + round(9 * 1.5)
+        assert scaled.count_rendered(r) == scaled.count_rendered(Rendered("sys", ())) + scaled.count_messages(r.messages)
         assert ScaledCounter(base, 2).count("abc") == 6
 
     @pytest.mark.parametrize("bad", [0, -1.0, float("nan"), float("inf"), "2"])
     def test_scaled_counter_refuses_bad_factors(self, bad):
-        with pytest.raises(HarpeLabError, match="factor must be a finite number > 0"):
+        with pytest.raises(HarpeLabError, match="factor must be a finite number"):
             ScaledCounter(BytesCounter(), bad)
 
 
