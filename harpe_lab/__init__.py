@@ -39,7 +39,30 @@ from .tokens import ApproxCounter, BytesCounter, LitellmCounter, TiktokenCounter
 __version__ = "0.1.0"
 
 # name -> module that defines it, imported on first access
-_LAZY: dict[str, str] = {}
+_LAZY: dict[str, str] = {
+    "Conversation": ".conversation",
+    "Turn": ".conversation",
+    "Probe": ".conversation",
+    "RecordedCompaction": ".conversation",
+    "replay": ".replay",
+    "Replay": ".replay",
+    "ReplayEvent": ".replay",
+    "Pricing": ".replay",
+    "sweep": ".sweep",
+    "calibrate": ".calibrate",
+    "Calibration": ".calibrate",
+    "make_strategy": ".presets",
+    "STRATEGIES": ".presets",
+    "ScaledCounter": ".tokens",
+    "SlidingWindow": ".strategies.orion",
+    "SummarizeWindow": ".strategies.orion",
+    "OrionContext": ".strategies.orion",
+    "ContextBudget": ".strategies.orion",
+    "LastN": ".strategies.laser",
+    "TokenBudget": ".strategies.laser",
+    "Chain": ".strategies.laser",
+    "PolicyContext": ".strategies.laser",
+}
 
 __all__ = [
     "HarpeLabError",

@@ -21,5 +21,6 @@ def litellm() -> ModuleType:
         import litellm as module
 
         module.telemetry = False
+        module.suppress_debug_info = True  # otherwise a help banner is printed on every error
         _module = module
     return _module

@@ -271,8 +271,9 @@ class Replay:
             "distill_calls": int(f["distill_calls"].sum()),
             "distill_tokens": int(f["distill_input_tokens"].sum() + f["distill_output_tokens"].sum()),
             "cached_prefix_share": float(f["cached_prefix_tokens"].sum() / max(1, it.sum())),
-            "cost_usd": float(f["cost_usd"].sum()),
-            "cost_usd_cached": float(f["cost_usd_cached"].sum()),
+            # NaN without pricing, not a misleading 0
+            "cost_usd": float(f["cost_usd"].sum(min_count=1)),
+            "cost_usd_cached": float(f["cost_usd_cached"].sum(min_count=1)),
         }
 
     def __repr__(self) -> str:

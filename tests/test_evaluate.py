@@ -1,0 +1,458 @@
+"""Judging replays against the full history: probes, artifacts, answers through litellm, compare."""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+
+import pandas as pd
+import pytest
+from openai_server import Reply
+
+from harpe_lab import (
+    ApproxCounter,
+    AssistantMessage,
+    FullContext,
+    ModelError,
+    Rendered,
+    SummarizingContext,
+    TurnContext,
+    UserInput,
+    WindowedContext,
+)
+from harpe_lab.conversation import Conversation, Probe, Turn
+from harpe_lab.evaluate import (
+    ANSWER_COLUMNS,
+    ANSWER_PROMPT,
+    COMPARE_COLUMNS,
+    PROBE_COLUMNS,
+    EvaluationError,
+    answer_f1,
+    answer_probes,
+    artifact_retention,
+    compare,
+    normalize_answer,
+    probe_retention,
+    with_probe_turn,
+)
+from harpe_lab.replay import Pricing, replay
+from harpe_lab.summarize import ExtractiveDistiller
+
+COUNTER = ApproxCounter()
+SECRET = "sk-test-SECRET-0b1c2d3e4f506172"
+SYSTEM = "sys"
+
+
+def _pad(text: str, n: int) -> str:
+    assert len(text) <= n, text
+    return text + "." * (n - len(text))
+
+
+def facts() -> Conversation:
+    """Eight turns of exactly 100 characters (user 50, assistant 50); facts in turns 0, 1, 2
+    and 7; four probes, three asked after the end, one at turn 3."""
+    said = [
+        ("My locker code is 4417, in building B.", "Noted: locker 4417, building B."),
+        ("The deadline is 2024-06-30 for /srv/report.pdf.", "Deadline 2024-06-30 noted."),
+        ("The backup drive holds 512 MB.", "512 MB, understood."),
+        ("Let us talk about the weather.", "It is mild today."),
+        ("Any plans for lunch?", "Soup, probably."),
+        ("Tell me a joke.", "Why did the chicken cross?"),
+        ("That was awful.", "Sorry about that."),
+        ("My cat is called Miso.", "Miso is a lovely name."),
+    ]
+    turns = tuple(Turn(UserInput(_pad(u, 50)), (AssistantMessage(_pad(a, 50)),)) for u, a in said)
+    n = len(turns)
+    probes = (
+        Probe("locker", n, "What is my locker code?", "4417", ("0.0",), "single-hop"),
+        Probe("deadline", n, "When is the deadline?", "2024-06-30", ("1.0", "1.1"), "temporal"),
+        Probe("cat", n, "What is my cat called?", "Miso", ("7.0",), "single-hop"),
+        Probe("drive", 3, "How big is the backup drive?", "512 MB", ("2.0",), "single-hop"),
+    )
+    return Conversation(turns, id="facts", probes=probes, system=SYSTEM)
+
+
+STRATEGIES = {
+    "full": lambda: FullContext(SYSTEM),
+    # 250 chars: a turn's input plus the two turns before it (see facts())
+    "windowed": lambda: WindowedContext(SYSTEM, max_chars=250),
+    "turn": lambda: TurnContext(SYSTEM),
+    "summarizing": lambda: SummarizingContext(
+        SYSTEM, high_water_tokens=60, low_water_chars=200, distill=ExtractiveDistiller(max_chars=400)
+    ),
+}
+
+
+def run(name: str, conv: Conversation | None = None):
+    return replay(with_probe_turn(conv or facts()), STRATEGIES[name], counter=COUNTER, name=name)
+
+
+# --- probe turns -------------------------------------------------------------------------
+
+
+class TestWithProbeTurn:
+    def test_adds_one_empty_final_turn_when_a_probe_is_asked_after_the_end(self):
+        conv = facts()
+        extended = with_probe_turn(conv)
+        assert len(extended.turns) == len(conv.turns) + 1
+        last = extended.turns[-1]
+        assert last.input == UserInput("") and last.messages == () and last.ids == ("probe",)
+        assert last.metadata["probe_turn"] is True
+
+    def test_leaves_a_conversation_without_late_probes_alone(self):
+        conv = facts().with_(probes=(facts().probes[-1],))
+        assert with_probe_turn(conv) is conv
+
+    def test_the_probe_id_never_collides(self):
+        conv = facts()
+        turns = (*conv.turns[:-1], Turn(conv.turns[-1].input, conv.turns[-1].messages, ids=("probe", "x")))
+        assert with_probe_turn(conv.with_(turns=turns)).turns[-1].ids == ("probe#2",)
+
+    def test_a_probe_beyond_the_end_is_an_error(self):
+        conv = facts().with_(probes=(Probe("late", 99, "q", "a"),))
+        with pytest.raises(EvaluationError, match="asked at turn 99, after the end"):
+            with_probe_turn(conv)
+
+
+# --- probe retention ---------------------------------------------------------------------
+
+
+class TestProbeRetention:
+    def test_full_context_sends_every_evidence_message(self):
+        pr = probe_retention(run("full"))
+        assert list(pr.columns) == list(PROBE_COLUMNS)
+        assert pr["evidence_in_context"].tolist() == [True, True, True, True]
+        assert pr["evidence_sent"].tolist() == [1, 2, 1, 1]
+        assert pr["request"].tolist() == [8, 8, 8, 3]
+
+    def test_a_window_keeps_only_the_recent_evidence(self):
+        pr = probe_retention(run("windowed")).set_index("probe_id")
+        assert pr["evidence_in_context"].to_dict() == {"locker": False, "deadline": False, "cat": True, "drive": True}
+        assert pr["evidence_sent"].to_dict() == {"locker": 0, "deadline": 0, "cat": 1, "drive": 1}
+
+    def test_the_turn_context_keeps_none(self):
+        pr = probe_retention(run("turn"))
+        assert not pr["evidence_in_context"].any()
+
+    def test_a_summary_keeps_the_artifact_answers(self):
+        rp = run("summarizing")
+        pr = probe_retention(rp).set_index("probe_id")
+        assert pr.loc["deadline", "evidence_in_context"] == False  # noqa: E712 - summarised, not sent
+        assert pr.loc["deadline", "evidence_summarized"] == 2
+        assert pr.loc["deadline", "answer_in_summary"] == True  # noqa: E712 - a date is an artifact
+        assert pr.loc["cat", "answer_in_summary"] == False  # noqa: E712 - still in the window
+        assert pr.loc["cat", "answer_in_context"] == True  # noqa: E712
+
+    def test_tokens_at_probe_are_the_requests(self):
+        rp = run("full")
+        pr = probe_retention(rp)
+        everything = [m for t in facts().turns for m in t.all_messages] + [UserInput("")]
+        assert pr["tokens_at_probe"].iloc[0] == COUNTER.count_rendered(Rendered(SYSTEM, tuple(everything)))
+
+    def test_a_probe_without_evidence_is_na_not_false(self):
+        rp = run("full")
+        pr = probe_retention(rp, [Probe("none", 8, "q?", "")])
+        assert pr["evidence_in_context"].isna().all() and pr["answer_in_summary"].isna().all()
+
+    def test_a_replay_without_the_probe_turn_says_how_to_fix_it(self):
+        rp = replay(facts(), STRATEGIES["full"], counter=COUNTER)
+        with pytest.raises(EvaluationError, match=r"after the last turn.*with_probe_turn\(conversation\)"):
+            probe_retention(rp)
+
+    def test_unknown_evidence_is_named(self):
+        with pytest.raises(EvaluationError, match=r"names evidence \['9.9'\]"):
+            probe_retention(run("full"), [Probe("bad", 3, "q", "a", ("9.9",))])
+
+
+# --- artifact retention ------------------------------------------------------------------
+
+
+class TestArtifactRetention:
+    HISTORY = [
+        UserInput("Put the file in /srv/data/report.csv and run `make report`; it took 3.2 s."),
+        AssistantMessage("We decided to keep the nightly job instead of a cron entry. See https://example.org/x."),
+    ]
+
+    def test_the_history_holds_itself(self):
+        r = artifact_retention(self.HISTORY, self.HISTORY)
+        assert math.isnan(r.pop("identifiers"))  # the history has none: NaN, not 0 or 1
+        assert r == {"files": 1.0, "commands": 1.0, "numbers": 1.0, "urls": 1.0, "decisions": 1.0, "all": 1.0}
+
+    def test_an_empty_context_holds_nothing(self):
+        r = artifact_retention(self.HISTORY, "")
+        assert r["all"] == 0.0 and r["files"] == 0.0 and math.isnan(r["identifiers"])
+
+    def test_a_summary_as_text(self):
+        summary = "Report at /srv/data/report.csv (3.2s, built with make report). Nightly job kept instead of a cron entry."
+        r = artifact_retention(self.HISTORY, summary)
+        assert r["files"] == 1.0
+        assert r["numbers"] == 1.0  # "3.2s" matches "3.2 s"
+        assert r["commands"] == 1.0  # whitespace-normalised substring
+        assert r["urls"] == 0.0
+        assert r["decisions"] == 1.0  # paraphrase-tolerant
+        assert r["all"] == pytest.approx(4 / 5)
+
+    def test_accepts_a_conversation_and_a_rendered_request(self):
+        conv = facts()
+        last = Rendered(SYSTEM, conv.turns[-1].all_messages)
+        r = artifact_retention(conv, last)
+        assert r["files"] == 0.0 and r["numbers"] == 0.0
+
+    def test_rejects_other_inputs(self):
+        with pytest.raises(TypeError, match="expected messages"):
+            artifact_retention(42, "x")
+
+
+# --- answers -----------------------------------------------------------------------------
+
+
+class TestNormalisation:
+    def test_squad_style(self):
+        assert normalize_answer("  The Café, in  Paris! ") == "cafe in paris"
+
+    def test_f1(self):
+        assert answer_f1("in Paris", "Paris") == pytest.approx(2 / 3)
+        assert answer_f1("", "") == 1.0 and answer_f1("x", "") == 0.0
+
+
+def _texts(body: dict) -> tuple[str, str]:
+    """(the conversation before the question, the question)."""
+    msgs = body["messages"]
+    return "\n".join(str(m.get("content") or "") for m in msgs[:-1]), str(msgs[-1]["content"])
+
+
+KNOWN = {"locker code": "4417", "deadline": "2024-06-30", "cat": "Miso", "backup drive": "512 MB"}
+
+
+def oracle(body: dict) -> Reply:
+    """Answers a question from what the request holds; grades like a strict judge."""
+    history, last = _texts(body)
+    if body["model"] == "judge-model":
+        ref = last.split("Reference answer: ")[1].split("\n")[0]
+        cand = last.split("Candidate answer: ")[1]
+        return Reply.text("CORRECT" if ref.lower() in cand.lower() else "INCORRECT", prompt_tokens=30, completion_tokens=1)
+    for topic, answer in KNOWN.items():
+        if topic in last:
+            found = answer.split()[0] in history
+            return Reply.text(answer if found else "Not mentioned in the conversation",
+                              prompt_tokens=len(history) // 4, completion_tokens=3)
+    return Reply.text("I don't know")
+
+
+def ask(server, rp, tmp_path, **kw):
+    server.script(*[oracle] * 200)
+    kw.setdefault("retries", 0)
+    kw.setdefault("api_key", SECRET)
+    return answer_probes(rp, model="openai/test-model", api_base=server.base_url, cache_dir=tmp_path / "cache",
+                         progress=False, **kw)
+
+
+class TestAnswerProbes:
+    def test_a_window_forgets_what_the_full_history_answers(self, openai_server, tmp_path):
+        a = ask(openai_server, run("windowed"), tmp_path)
+        assert list(a.columns) == list(ANSWER_COLUMNS)
+        a = a.set_index("probe_id")
+        assert a["context_match"].to_dict() == {"locker": False, "deadline": False, "cat": True, "drive": True}
+        assert a["full_match"].all() and a["full_exact"].all()
+        assert a.loc["locker", "context_reply"] == "Not mentioned in the conversation"
+        assert a["context_correct"].equals(a["context_match"])  # no judge: the match decides
+        assert a["error"].eq("").all() and a["context_judge"].isna().all()
+
+    def test_the_question_replaces_the_probe_turns_empty_input(self, openai_server, tmp_path):
+        ask(openai_server, run("windowed"), tmp_path, concurrency=1)
+        for body in openai_server.requests:
+            users = [m for m in body["messages"] if m["role"] == "user"]
+            assert users[-1]["content"].startswith(ANSWER_PROMPT.split("{")[0])
+            assert all(m["content"] for m in users)  # no empty placeholder left
+        drive = [b for b in openai_server.requests if "backup drive" in b["messages"][-1]["content"]]
+        # asked at turn 3: the question comes after that turn's own input
+        assert drive[0]["messages"][-2]["content"].startswith("Let us talk about the weather.")
+
+    def test_identical_requests_are_sent_once_and_then_cached(self, openai_server, tmp_path):
+        rp = run("full")
+        first = ask(openai_server, rp, tmp_path)
+        assert openai_server.request_count == 4  # context == full history for every probe
+        assert not first["cached"].any()
+        again = ask(openai_server, rp, tmp_path)
+        assert openai_server.request_count == 4
+        assert again["cached"].all()
+        assert again["context_reply"].tolist() == first["context_reply"].tolist()
+        assert again["input_tokens"].tolist() == first["input_tokens"].tolist()
+        assert again.attrs["totals"]["answer"]["cache_hits"] == 4
+
+    def test_a_judge_decides_correctness(self, openai_server, tmp_path):
+        a = ask(openai_server, run("windowed"), tmp_path, judge="openai/judge-model").set_index("probe_id")
+        assert a["context_judge"].to_dict() == {"locker": False, "deadline": False, "cat": True, "drive": True}
+        assert a["full_judge"].all()
+        assert a["context_correct"].equals(a["context_judge"])
+        judged = [b for b in openai_server.requests if b["model"] == "judge-model"]
+        # one verdict per (question, reference, reply): cat and drive get the same reply in both views
+        assert len(judged) == 6
+        assert a.attrs["totals"]["judge"]["calls"] == 6
+
+    def test_an_unparseable_verdict_is_an_error(self, openai_server, tmp_path):
+        def judge_babbles(body):
+            return Reply.text("Well, it depends.") if body["model"] == "judge-model" else oracle(body)
+
+        openai_server.script(*[judge_babbles] * 50)
+        with pytest.raises(ModelError, match="expected CORRECT or INCORRECT"):
+            answer_probes(run("full"), model="openai/test-model", judge="openai/judge-model",
+                          api_base=openai_server.base_url, api_key=SECRET, cache_dir=tmp_path, retries=0,
+                          progress=False)
+
+    def test_a_failed_call_raises_by_default(self, openai_server, tmp_path):
+        openai_server.script(*[Reply.error(500)] * 20)
+        with pytest.raises(ModelError, match="server reported an error"):
+            answer_probes(run("full"), model="openai/test-model", api_base=openai_server.base_url,
+                          api_key=SECRET, cache_dir=tmp_path, retries=0, progress=False)
+
+    def test_skip_records_the_error_and_leaves_scores_na(self, openai_server, tmp_path):
+        openai_server.script(Reply.error(500), *[oracle] * 20)
+        a = answer_probes(run("full"), model="openai/test-model", api_base=openai_server.base_url, api_key=SECRET,
+                          cache_dir=tmp_path, retries=0, progress=False, concurrency=1, on_error="skip")
+        failed = a[a["error"] != ""]
+        assert len(failed) == 1 and "server reported an error" in failed["error"].iloc[0]
+        assert failed["context_match"].isna().all() and failed["context_reply"].isna().all()
+        assert a.loc[a["error"] == "", "context_match"].all()
+
+    def test_concurrency_is_bounded(self, openai_server, tmp_path):
+        lock = threading.Lock()
+        state = {"now": 0, "max": 0}
+
+        def slow(body):
+            with lock:
+                state["now"] += 1
+                state["max"] = max(state["max"], state["now"])
+            time.sleep(0.15)
+            with lock:
+                state["now"] -= 1
+            return oracle(body)
+
+        openai_server.script(*[slow] * 20)
+        a = answer_probes(run("windowed"), model="openai/test-model", api_base=openai_server.base_url,
+                          api_key=SECRET, cache_dir=tmp_path, retries=0, progress=False, concurrency=2)
+        assert len(a) == 4 and openai_server.request_count == 8
+        assert state["max"] == 2
+
+    def test_the_api_key_is_written_nowhere(self, openai_server, tmp_path):
+        ask(openai_server, run("windowed"), tmp_path, judge="openai/judge-model")
+        files = [p for p in tmp_path.rglob("*") if p.is_file()]
+        assert files
+        assert all(SECRET.encode() not in p.read_bytes() for p in files)
+
+    def test_cost_is_nan_for_an_unpriced_model_and_tokens_are_the_servers(self, openai_server, tmp_path):
+        a = ask(openai_server, run("turn"), tmp_path)
+        assert a["cost_usd"].isna().all()
+        assert (a["output_tokens"] == 6).all()  # context and full history: 3 each
+
+    def test_rejects_bad_arguments(self, tmp_path):
+        with pytest.raises(EvaluationError, match="concurrency must be an int >= 1, got 0"):
+            answer_probes(run("full"), model="openai/x", concurrency=0, cache_dir=tmp_path)
+        with pytest.raises(EvaluationError, match="on_error must be one of"):
+            answer_probes(run("full"), model="openai/x", on_error="ignore", cache_dir=tmp_path)
+
+
+# --- compare -----------------------------------------------------------------------------
+
+
+class TestCompare:
+    @pytest.fixture(scope="class")
+    @classmethod
+    def table(cls):
+        replays = [run(name) for name in STRATEGIES]
+        answers = pd.DataFrame({
+            "conversation": ["facts"] * 4, "strategy": ["full", "full", "windowed", "windowed"],
+            "context_correct": pd.array([True, True, True, False], dtype="boolean"),
+            "full_correct": pd.array([True, pd.NA, True, True], dtype="boolean"),
+        })  # fmt: skip
+        return compare(replays, answers=answers, pricing=Pricing("m", input=1e-6, output=2e-6, cache_read=0.0)), replays
+
+    def test_one_row_per_replay(self, table):
+        t, _ = table
+        assert list(t.columns) == list(COMPARE_COLUMNS)
+        assert t["strategy"].tolist() == list(STRATEGIES)
+        assert (t["requests"] == 9).all()  # 8 turns of one reply, and the probe turn
+
+    def test_tokens(self, table):
+        t = table[0].set_index("strategy")
+        turns = facts().turns
+        everything = tuple(m for turn in turns for m in turn.all_messages) + (UserInput(""),)
+        assert t.loc["full", "input_tokens_max"] == COUNTER.count_rendered(Rendered(SYSTEM, everything))
+        assert t.loc["turn", "input_tokens_sum"] == sum(
+            COUNTER.count_rendered(Rendered(SYSTEM, (turn.input,))) for turn in (*turns, Turn(UserInput("")))
+        )
+        assert t.loc["turn", "input_tokens_median"] == COUNTER.count_rendered(Rendered(SYSTEM, (turns[0].input,)))
+        assert t.loc["windowed", "input_tokens_max"] < t.loc["full", "input_tokens_max"]
+
+    def test_compactions_and_distill_cost(self, table):
+        t, replays = table
+        t = t.set_index("strategy")
+        assert t.loc[["full", "windowed", "turn"], "compactions"].tolist() == [0, 0, 0]
+        summ = replays[3].requests
+        assert t.loc["summarizing", "compactions"] == t.loc["summarizing", "distill_calls"] >= 1
+        assert t.loc["summarizing", "distill_cost_usd"] == pytest.approx(
+            summ["distill_input_tokens"].sum() * 1e-6 + summ["distill_output_tokens"].sum() * 2e-6
+        )
+        assert t.loc["full", "distill_cost_usd"] == 0.0
+
+    def test_probe_retention(self, table):
+        t = table[0].set_index("strategy")
+        assert t["probes"].tolist() == [4, 4, 4, 4]
+        assert t["probe_retention"].to_dict() == {"full": 1.0, "windowed": 0.5, "turn": 0.0, "summarizing": 0.5}
+        assert t.loc["summarizing", "answer_in_summary"] > 0 and t.loc["full", "answer_in_summary"] == 0.0
+
+    def test_artifact_retention_at_the_last_request(self, table):
+        t = table[0].set_index("strategy")
+        assert t.loc["full", "artifact_retention"] == 1.0
+        assert t.loc["turn", "artifact_retention"] == 0.0  # only the empty probe input is sent
+        assert t.loc["summarizing", "artifact_retention"] == 1.0  # the extractive summary keeps them all
+        # the window still holds the last two turns: no artifact of turns 0-2 is there
+        assert t.loc["windowed", "artifacts_numbers"] == 0.0
+        assert t.loc["full", "artifacts_urls"] != t.loc["full", "artifacts_urls"]  # NaN: none in the history
+
+    def test_answer_accuracy_from_answer_frames(self, table):
+        t = table[0].set_index("strategy")
+        assert t.loc["full", "answer_accuracy"] == 1.0 and t.loc["full", "answer_accuracy_full"] == 1.0
+        assert t.loc["windowed", "answer_accuracy"] == 0.5 and t.loc["windowed", "answer_accuracy_full"] == 1.0
+        assert math.isnan(t.loc["turn", "answer_accuracy"])
+
+    def test_explicit_probes_replace_the_conversations(self):
+        t = compare([run("windowed")], probes=[facts().probes[0]])
+        assert t["probes"].tolist() == [1] and t["probe_retention"].tolist() == [0.0]
+
+    def test_with_answer_probes_output(self, openai_server, tmp_path):
+        replays = [run("full"), run("windowed")]
+        answers = [ask(openai_server, rp, tmp_path) for rp in replays]
+        t = compare(replays, answers=answers).set_index("strategy")
+        assert t["answer_accuracy"].to_dict() == {"full": 1.0, "windowed": 0.5}
+        assert t["answer_accuracy_full"].to_dict() == {"full": 1.0, "windowed": 1.0}
+
+
+# --- real datasets -----------------------------------------------------------------------
+
+
+@pytest.mark.real_data
+class TestRealData:
+    def test_locomo_full_context_keeps_all_evidence_a_small_window_does_not(self, real_data):
+        importers = pytest.importorskip("harpe_lab.importers")
+        conv = with_probe_turn(importers.load_locomo(real_data / "locomo" / "locomo_dev3.json"))
+        full = probe_retention(replay(conv, lambda: FullContext(""), counter=COUNTER, name="full"))
+        small = probe_retention(replay(conv, lambda: WindowedContext("", max_chars=4000), counter=COUNTER, name="w"))
+        with_evidence = full["evidence"] > 0
+        assert with_evidence.sum() > 100
+        assert full.loc[with_evidence, "evidence_in_context"].all()
+        assert small["evidence_in_context"].mean() < 0.5
+
+    def test_longmemeval_full_context_keeps_all_evidence_a_small_window_does_not(self, real_data):
+        importers = pytest.importorskip("harpe_lab.importers")
+        path = real_data / "longmemeval" / "longmemeval_oracle.json"
+        replays = []
+        for k in range(6):
+            conv = with_probe_turn(importers.load_longmemeval(path, index=k))
+            replays.append(replay(conv, lambda: FullContext(""), counter=COUNTER, name="full"))
+            replays.append(replay(conv, lambda: WindowedContext("", max_chars=2000), counter=COUNTER, name="small"))
+        t = compare(replays)
+        full = t.loc[t["strategy"] == "full", "probe_retention"].dropna()  # abstentions have no evidence
+        assert len(full) >= 4 and (full == 1.0).all()
+        assert t.loc[t["strategy"] == "small", "probe_retention"].mean() < 1.0
