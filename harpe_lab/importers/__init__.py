@@ -1,0 +1,199 @@
+"""Importers: any recorded transcript → `harpe_lab.Conversation`.
+
+``load_any(path)`` sniffs the format and reads the file; the format it chose is in
+``conversation.metadata["format"]`` (and `detect_format` answers without reading further).
+A file that holds many conversations (LoCoMo, LongMemEval, tau-bench, ShareGPT or OpenAI
+lists, WildChat exports) gives one with ``index=`` (a position or the conversation's id;
+default the first) and all of them with `load_all`.
+
+======================  ==============================================  ==================
+format                  what                                            reader
+======================  ==============================================  ==================
+``harpe``               Harpe journals, every generation                `load_harpe`
+``harpe_lab``           harpe_lab's own lossless JSON                   `load_conversation`
+``claude_code``         Claude Code session JSONL                       `load_claude_code`
+``codex``               Codex CLI rollout JSONL                         `load_codex`
+``locomo``              LoCoMo dialogues with QA (many)                 `load_locomo`
+``longmemeval``         LongMemEval questions with haystacks (many)     `load_longmemeval`
+``tau_bench``           tau-bench trajectories (many)                   `load_tau_bench`
+``swe_agent``           SWE-agent ``.traj``                             `load_swe_agent`
+``toolbench``           ToolBench answer trees                          `load_toolbench`
+``sharegpt``            ShareGPT ``conversations`` (one or many)        `load_sharegpt`
+``openai``              OpenAI chat-completions messages (one or many)  `load_openai`
+======================  ==============================================  ==================
+
+A file in no known format raises `harpe_lab.errors.ImportFormatError` listing every format
+tried and the first record that did not fit it. `discover` lists the Claude Code and Codex
+sessions on this machine.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+from ..conversation import Conversation
+from ..errors import ImportFormatError
+from . import claude_code as _claude_code
+from . import codex as _codex
+from . import locomo as _locomo
+from . import longmemeval as _longmemeval
+from . import native as _native
+from . import openai as _openai
+from . import sharegpt as _sharegpt
+from . import swe_agent as _swe_agent
+from . import tau_bench as _tau_bench
+from . import toolbench as _toolbench
+from ._common import Source, read_source
+from .claude_code import claude_code_subagents, load_claude_code
+from .codex import load_codex
+from .discover import SessionFile, SessionList, discover
+from .harpe import load_harpe, to_journal
+from .locomo import load_locomo, load_locomo_all
+from .longmemeval import load_longmemeval, load_longmemeval_all
+from .native import load_conversation, save_conversation
+from .openai import from_openai_messages, load_openai, load_openai_all
+from .sharegpt import load_sharegpt, load_sharegpt_all
+from .swe_agent import load_swe_agent
+from .tau_bench import load_tau_bench, load_tau_bench_all
+from .toolbench import load_toolbench
+
+__all__ = [
+    "load_any",
+    "load_all",
+    "detect_format",
+    "FORMATS",
+    "load_harpe",
+    "to_journal",
+    "load_conversation",
+    "save_conversation",
+    "load_claude_code",
+    "claude_code_subagents",
+    "load_codex",
+    "load_locomo",
+    "load_locomo_all",
+    "load_longmemeval",
+    "load_longmemeval_all",
+    "load_tau_bench",
+    "load_tau_bench_all",
+    "load_swe_agent",
+    "load_toolbench",
+    "load_sharegpt",
+    "load_sharegpt_all",
+    "load_openai",
+    "load_openai_all",
+    "from_openai_messages",
+    "discover",
+    "SessionFile",
+    "SessionList",
+]
+
+
+_HARPE_KEYS = ("event", "category")
+
+
+def _sniff_harpe(src: Source) -> str | None:
+    if src.records is None:
+        return src.records_error or "not JSON Lines"
+    for lineno, rec in src.records[:50]:
+        if not isinstance(rec, Mapping):
+            return f"line {lineno}: not a JSON object"
+        if "time" not in rec:
+            return f"line {lineno}: no 'time' key"
+        if not any(k in rec for k in _HARPE_KEYS) and "role" not in rec:
+            return f"line {lineno}: no 'event', 'category' or 'role' key"
+    return None
+
+
+@dataclass(frozen=True)
+class _Format:
+    name: str
+    sniff: Callable[[Source], str | None]
+    one: Callable[[Source, Any], Conversation]
+    many: Callable[[Source], list[Conversation]] | None = None
+
+
+def _single(load: Callable[[Any], Conversation]) -> Callable[[Source, Any], Conversation]:
+    def one(src: Source, index: Any) -> Conversation:
+        if index not in (0, None):
+            raise IndexError(f"{src.path}: holds one conversation; index {index!r} does not apply")
+        return load(src)
+
+    return one
+
+
+def _multi(load: Callable[..., Conversation]) -> Callable[[Source, Any], Conversation]:
+    return lambda src, index: load(src, index=0 if index is None else index)
+
+
+_REGISTRY: tuple[_Format, ...] = (
+    _Format("harpe_lab", _native.sniff, _single(_native.load_conversation)),
+    _Format("harpe", _sniff_harpe, _single(lambda src: load_harpe(src.path))),
+    _Format("claude_code", _claude_code.sniff, _single(_claude_code.load_claude_code)),
+    _Format("codex", _codex.sniff, _single(_codex.load_codex)),
+    _Format("locomo", _locomo.sniff, _multi(_locomo.load_locomo), lambda s: _locomo.load_locomo_all(s)),
+    _Format("longmemeval", _longmemeval.sniff, _multi(_longmemeval.load_longmemeval),
+            lambda s: _longmemeval.load_longmemeval_all(s)),
+    _Format("tau_bench", _tau_bench.sniff, _multi(_tau_bench.load_tau_bench),
+            lambda s: _tau_bench.load_tau_bench_all(s)),
+    _Format("swe_agent", _swe_agent.sniff, _single(_swe_agent.load_swe_agent)),
+    _Format("toolbench", _toolbench.sniff, _single(_toolbench.load_toolbench)),
+    _Format("sharegpt", _sharegpt.sniff, _multi(_sharegpt.load_sharegpt), lambda s: _sharegpt.load_sharegpt_all(s)),
+    _Format("openai", _openai.sniff, _multi(_openai.load_openai), lambda s: _openai.load_openai_all(s)),
+)
+
+FORMATS: tuple[str, ...] = tuple(f.name for f in _REGISTRY)
+"""Every format `load_any` knows, in the order it tries them."""
+
+
+def _choose(src: Source) -> _Format:
+    tried = []
+    for fmt in _REGISTRY:
+        reason = fmt.sniff(src)
+        if reason is None:
+            return fmt
+        tried.append(f"  {fmt.name}: {reason}")
+    raise ImportFormatError(
+        f"{src.path}: not a transcript in any format harpe_lab reads. Tried, with the first record "
+        "that did not fit each:\n" + "\n".join(tried) + "\nConvert it to OpenAI chat messages "
+        "(a JSON list of {'role', 'content'}) or pass it to the matching load_* function to see the full error."
+    )
+
+
+def _format(name: str) -> _Format:
+    for fmt in _REGISTRY:
+        if fmt.name == name:
+            return fmt
+    raise ValueError(f"format must be one of {FORMATS}, but {name!r} was passed")
+
+
+def detect_format(path: Any) -> str:
+    """The name of the format `load_any` would read ``path`` as (see `FORMATS`)."""
+    return _choose(read_source(path)).name
+
+
+def _tagged(conversation: Conversation, name: str) -> Conversation:
+    if conversation.metadata.get("format") == name:
+        return conversation
+    return conversation.with_(metadata={**conversation.metadata, "format": name})
+
+
+def load_any(path: Any, *, index: int | str | None = None, format: str | None = None) -> Conversation:
+    """Read one conversation from a transcript in any known format.
+
+    The format is sniffed unless ``format`` names it; the chosen name is in the result's
+    ``metadata["format"]``. ``index`` picks one conversation of a multi-conversation file
+    (a position or the conversation's id; the first by default).
+    """
+    src = read_source(path)
+    fmt = _format(format) if format is not None else _choose(src)
+    return _tagged(fmt.one(src, index), fmt.name)
+
+
+def load_all(path: Any, *, format: str | None = None) -> list[Conversation]:
+    """Read every conversation of a transcript file (one item for single-conversation formats)."""
+    src = read_source(path)
+    fmt = _format(format) if format is not None else _choose(src)
+    if fmt.many is None:
+        return [_tagged(fmt.one(src, None), fmt.name)]
+    return [_tagged(c, fmt.name) for c in fmt.many(src)]

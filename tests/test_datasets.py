@@ -1,0 +1,293 @@
+"""Bundled datasets (list/load/describe, offline, reproducible from their generator) and the
+synthetic conversation generator."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from harpe_lab.conversation import Conversation
+from harpe_lab.datasets import DatasetCard, describe, list_datasets, load, synthesize
+from harpe_lab.messages import AssistantMessage, ToolResults, UserInput
+
+ROOT = Path(__file__).resolve().parents[1]
+NAMES = ["coding_agent", "research_assistant", "support_chat"]
+
+
+def text_of(message) -> str:
+    if isinstance(message, ToolResults):
+        return "\n".join(r.content for r in message.results)
+    return message.text
+
+
+def check_probes(c: Conversation) -> None:
+    """Evidence exists and comes before the question; probe ids are unique."""
+    index = c.message_index()
+    assert len({p.id for p in c.probes}) == len(c.probes)
+    for p in c.probes:
+        assert p.evidence, p.id
+        assert 0 <= p.asked_at <= len(c.turns), p.id
+        for e in p.evidence:
+            assert e in index, (p.id, e)
+            assert index[e][0] < p.asked_at, (p.id, e)
+
+
+def calls_answered(c: Conversation) -> bool:
+    for t in c.turns:
+        for i, m in enumerate(t.messages):
+            if isinstance(m, AssistantMessage) and m.calls:
+                nxt = t.messages[i + 1] if i + 1 < len(t.messages) else None
+                if not isinstance(nxt, ToolResults) or [r.id for r in nxt.results] != [x.id for x in m.calls]:
+                    return False
+    return True
+
+
+@pytest.fixture(scope="module")
+def loaded() -> dict[str, Conversation]:
+    return {name: load(name) for name in NAMES}
+
+
+class TestCatalogue:
+    def test_lists_the_bundled_datasets(self):
+        assert list_datasets() == NAMES
+
+    def test_loading_twice_gives_equal_conversations(self, loaded):
+        for name in NAMES:
+            assert load(name) == loaded[name]
+
+    def test_loaded_conversations_say_where_they_come_from(self, loaded):
+        for name, c in loaded.items():
+            assert c.id == name and c.source == f"dataset:{name}"
+            assert c.metadata["dataset"] == name
+        assert loaded["coding_agent"].metadata["format"] == "harpe"
+        assert loaded["support_chat"].metadata["format"] == "harpe_lab"
+
+    def test_an_unknown_name_lists_the_available_ones(self):
+        with pytest.raises(ValueError, match=r"name must be one of \['coding_agent', .*\], but 'nope' was passed"):
+            load("nope")
+        with pytest.raises(ValueError, match="but 3 was passed"):
+            describe(3)  # type: ignore[arg-type]
+
+    def test_every_probe_points_at_earlier_messages(self, loaded):
+        for c in loaded.values():
+            check_probes(c)
+            assert calls_answered(c)
+
+    def test_the_files_stay_small(self):
+        total = sum(p.stat().st_size for p in (ROOT / "datasets").iterdir() if p.suffix in (".json", ".jsonl", ".md"))
+        assert total < 3_000_000
+
+
+class TestCards:
+    @pytest.mark.parametrize("name", NAMES)
+    def test_each_dataset_has_a_card_whose_numbers_match_the_data(self, name, loaded):
+        card = describe(name)
+        assert isinstance(card, DatasetCard) and card.name == name
+        assert card.title.startswith(name)
+        text = str(card)
+        for heading in ("## What", "## How it was made", "## Size", "## Probes"):
+            assert heading in text
+        s = loaded[name].summary()
+        assert f"| turns | {s['turns']} |" in text
+        assert f"| messages | {s['messages']} |" in text
+        assert f"| probes | {s['probes']} |" in text
+        assert f"`{card.file}` ({card.size:,} bytes)" in text
+        for p in loaded[name].probes:
+            assert f"| {p.id} | {p.asked_at} |" in text
+        assert card._repr_markdown_() == text
+
+
+class TestSupportChat:
+    def test_is_long_with_facts_planted_early_and_asked_late(self, loaded):
+        c = loaded["support_chat"]
+        assert len(c) >= 150
+        index = c.message_index()
+        assert len(c.probes) >= 10
+        for p in c.probes:
+            assert p.asked_at >= len(c) - 40
+        assert min(index[p.evidence[0]][0] for p in c.probes) <= 5
+
+    def test_the_changed_phone_number_is_the_answer(self, loaded):
+        c = loaded["support_chat"]
+        (p,) = [p for p in c.probes if p.id == "phone"]
+        assert p.category == "knowledge-update" and p.answer == "(555) 014-8830"
+        t, j = c.message_index()[p.evidence[0]]
+        assert "014-8830" in text_of(c.turns[t].all_messages[j])
+        old = [k for k, turn in enumerate(c.turns) if "014-2297" in turn.input.text]
+        assert old and old[0] < t
+
+    def test_answers_appear_in_the_evidence(self, loaded):
+        c = loaded["support_chat"]
+        index = c.message_index()
+        for pid in ("account", "serial", "gate_code", "dog", "ticket", "technician", "plan"):
+            (p,) = [p for p in c.probes if p.id == pid]
+            texts = [text_of(c.turns[index[e][0]].all_messages[index[e][1]]) for e in p.evidence]
+            assert any(p.answer in t for t in texts), pid
+
+
+class TestCodingAgent:
+    def test_has_a_failed_an_interrupted_and_a_nested_turn(self, loaded):
+        c = loaded["coding_agent"]
+        outcomes = [t.outcome for t in c.turns]
+        assert outcomes.count("failed") == 1 and outcomes.count("interrupted") == 1
+        failed = c.turns[outcomes.index("failed")]
+        assert failed.error.startswith("RateLimitError: 429") and failed.messages == ()
+        nested = [t for t in c.turns if t.metadata["nested_usage"]]
+        assert len(nested) == 1 and len(nested[0].metadata["nested_usage"]) == 2
+
+    def test_every_kept_reply_has_its_usage(self, loaded):
+        for t in loaded["coding_agent"].turns:
+            replies = sum(isinstance(m, AssistantMessage) for m in t.messages)
+            if t.outcome == "answered":
+                assert len(t.usage) == replies
+            for u in t.usage:
+                assert u.input_tokens == u.cache_read_tokens + u.cache_write_tokens
+                assert u.provider == "anthropic" and u.output_tokens > 0
+
+    def test_tool_results_are_large_and_many(self, loaded):
+        c = loaded["coding_agent"]
+        results = [r for m in c.messages() if isinstance(m, ToolResults) for r in m.results]
+        assert len(results) >= 40
+        assert max(len(r.content) for r in results) > 5_000
+        assert sum(len(r.content) for r in results) > 80_000
+
+    def test_the_input_grows_over_the_session(self, loaded):
+        inputs = [u.input_tokens for t in loaded["coding_agent"].turns for u in t.usage]
+        assert inputs[-1] > 3 * inputs[0]
+
+    def test_it_is_a_journal_harpe_reads(self):
+        from harpe_lab.journal import Journal
+
+        records = Journal.records(ROOT / "datasets" / "coding_agent.jsonl")
+        assert records.generations == ("G5",) and not records.problems
+        assert len(records) == len(load("coding_agent"))
+
+
+class TestResearchAssistant:
+    def test_spans_several_dated_sessions(self, loaded):
+        c = loaded["research_assistant"]
+        sessions = [t.metadata["session"] for t in c.turns]
+        assert sessions == sorted(sessions) and len(set(sessions)) >= 4
+        dates = [t.metadata["date"] for t in c.turns]
+        assert dates == sorted(dates) and len(set(dates)) == len(set(sessions))
+
+    def test_the_same_question_has_different_answers_before_and_after_an_update(self, loaded):
+        c = loaded["research_assistant"]
+        by = {p.id: p for p in c.probes}
+        assert by["deadline_before"].question == by["deadline"].question
+        assert by["deadline_before"].answer == "April 2" and by["deadline"].answer == "April 16"
+        assert by["deadline_before"].asked_at < by["deadline"].asked_at
+        index = c.message_index()
+        assert index[by["deadline"].evidence[0]][0] >= by["deadline_before"].asked_at
+        assert by["budget_before"].answer.startswith("$250,000") and by["budget"].answer.startswith("$180,000")
+        assert sum(p.category == "knowledge-update" for p in c.probes) >= 5
+
+
+class TestReproducible:
+    def test_the_generator_rewrites_the_committed_files_exactly(self, tmp_path):
+        subprocess.run([sys.executable, str(ROOT / "datasets" / "make_datasets.py"), "--out", str(tmp_path)],
+                       check=True, capture_output=True, timeout=120)
+        committed = sorted(p for p in (ROOT / "datasets").iterdir() if p.suffix in (".json", ".jsonl", ".md"))
+        assert [p.name for p in committed] == sorted(p.name for p in tmp_path.iterdir())
+        for p in committed:
+            assert (tmp_path / p.name).read_bytes() == p.read_bytes(), p.name
+
+    def test_the_package_reads_the_top_level_folder(self):
+        from importlib import resources
+
+        root = resources.files("harpe_lab") / "_datasets"
+        assert Path(str(root)).resolve() == (ROOT / "datasets").resolve()
+
+    def test_pyproject_ships_the_data_files_in_the_wheel(self):
+        tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+
+        config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+        patterns = config["package-data"]["harpe_lab"]
+        for suffix in ("json", "jsonl", "md"):
+            assert f"_datasets/*.{suffix}" in patterns
+        # without this the generator scripts would ship as a namespace package
+        assert "harpe_lab._datasets*" in config["packages"]["find"].get("exclude", [])
+
+
+class TestSynthesize:
+    def test_is_deterministic_per_seed(self):
+        assert synthesize(300, seed=4, updates=2) == synthesize(300, seed=4, updates=2)
+        assert synthesize(300, seed=4) != synthesize(300, seed=5)
+
+    def test_scales_to_ten_thousand_turns_quickly(self):
+        start = time.perf_counter()
+        c = synthesize(10_000, seed=1)
+        elapsed = time.perf_counter() - start
+        assert len(c) == 10_000
+        assert elapsed < 3.0, f"10,000 turns took {elapsed:.2f}s"
+
+    def test_probes_ask_for_planted_facts_after_they_were_stated(self):
+        c = synthesize(400, seed=7, facts=13, updates=3)
+        check_probes(c)
+        assert len(c.probes) == 13
+        index = c.message_index()
+        for p in c.probes:
+            t, j = index[p.evidence[0]]
+            assert p.answer in text_of(c.turns[t].all_messages[j])
+            assert t < 200 or p.category == "knowledge-update"
+            assert p.asked_at >= 400 - 80
+        assert {p.category for p in c.probes} == {"user-fact", "tool-fact", "knowledge-update"}
+
+    def test_an_updated_fact_is_answered_with_its_newest_value(self):
+        c = synthesize(200, seed=3, facts=4, updates=4)
+        index = c.message_index()
+        for p in c.probes:
+            t, _ = index[p.evidence[0]]
+            assert p.category == "knowledge-update"
+            assert c.turns[t].input.text.startswith("Correction:")
+            later = [k for k in range(t + 1, len(c)) if p.answer in c.turns[k].input.text]
+            assert later == []  # nothing after the update changes it again
+
+    def test_tool_facts_live_in_tool_results(self):
+        c = synthesize(60, seed=2, facts=13, tool_rate=0.0)
+        index = c.message_index()
+        tool = [p for p in c.probes if p.category == "tool-fact"]
+        assert len(tool) == 3
+        for p in tool:
+            t, j = index[p.evidence[0]]
+            assert isinstance(c.turns[t].all_messages[j], ToolResults)
+
+    def test_tool_rate_and_result_size(self):
+        none = synthesize(200, seed=1, facts=0, tool_rate=0.0)
+        assert none.summary()["tool_calls"] == 0 and none.probes == ()
+        every = synthesize(200, seed=1, facts=0, tool_rate=1.0, result_chars=500)
+        assert all(any(isinstance(m, ToolResults) for m in t.messages) for t in every.turns)
+        sizes = [len(r.content) for m in every.messages() if isinstance(m, ToolResults) for r in m.results]
+        assert 250 <= min(sizes) and max(sizes) <= 750
+        assert 400 < sum(sizes) / len(sizes) < 600
+        assert calls_answered(every)
+
+    @pytest.mark.parametrize("kwargs,message", [
+        ({"turns": 0}, "turns must be an int >= 1, got 0"),
+        ({"turns": 10, "facts": 14}, "facts must be an int from 0 to 13, got 14"),
+        ({"turns": 10, "facts": 2, "updates": 3},
+         "updates must be an int from 0 to the number of user-stated facts, got 3"),
+        ({"turns": 10, "tool_rate": 1.5}, "tool_rate must be between 0 and 1, got 1.5"),
+        ({"turns": 10, "result_chars": 0}, "result_chars must be an int >= 1, got 0"),
+        ({"turns": 2}, "turns must be at least 3 when facts are planted, got 2"),
+    ])
+    def test_bad_arguments_show_the_value(self, kwargs, message):
+        turns = kwargs.pop("turns")
+        with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
+            synthesize(turns, **kwargs)
+
+    @settings(max_examples=30, deadline=None)
+    @given(turns=st.integers(3, 120), seed=st.integers(0, 10_000), facts=st.integers(0, 13), data=st.data())
+    def test_invariants_hold_for_any_arguments(self, turns, seed, facts, data):
+        updates = data.draw(st.integers(0, min(facts, 10)))
+        c = synthesize(turns, seed=seed, facts=facts, updates=updates, tool_rate=0.5, result_chars=100)
+        assert len(c) == turns and len(c.probes) == facts
+        check_probes(c)
+        assert calls_answered(c)
+        assert all(isinstance(t.input, UserInput) and t.input.text for t in c.turns)
