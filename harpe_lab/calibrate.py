@@ -1,8 +1,8 @@
 """Calibration: fit a counter to the input tokens a provider really reported.
 
 A counter estimates; a journal (or an imported session) may record what the provider
-charged. `calibrate` replays the conversation under `FullContext` up to its first recorded
-compaction, compares simulated with recorded input tokens request by request, and fits
+charged. `calibrate` replays the conversation under `FullContext` and keeps the requests
+sent before its first recorded compaction, compares simulated with recorded input tokens request by request, and fits
 ``recorded ≈ factor × simulated + offset`` by least squares, per model. The offset absorbs
 what the recording did not keep — a system prompt and tool schemas the agent sent but the
 transcript does not hold. The returned `ScaledCounter` plugs into `replay` unchanged.
@@ -16,6 +16,7 @@ from typing import Any, Mapping, Sequence
 from .context import FullContext
 from .conversation import Conversation
 from .errors import HarpeLabError
+from .messages import AssistantMessage
 from .tokens import ScaledCounter
 
 __all__ = ["calibrate", "Calibration"]
@@ -47,6 +48,22 @@ def _fit(sim: Any, rec: Any) -> tuple[float, float]:
     return float(np.sum(rec) / max(1, np.sum(sim))), 0.0
 
 
+def _before_first_compaction(conversation: Conversation, turn: int, step: int) -> bool:
+    """Whether request ``step`` of ``turn`` went out before the recording first compacted
+    (after that, what the provider saw is no longer the full history)."""
+    if not conversation.compactions:
+        return True
+    first = min(conversation.compactions, key=lambda c: (c.turn, c.message or 0))
+    if turn != first.turn:
+        return turn < first.turn
+    if first.message is None:
+        return False
+    # request `step` is sent when the turn holds its input and the messages before reply `step`
+    replies = [k for k, m in enumerate(conversation.turns[turn].messages) if isinstance(m, AssistantMessage)]
+    held = 1 + (replies[step] if step < len(replies) else len(conversation.turns[turn].messages))
+    return held < first.message
+
+
 def calibrate(conversation: Conversation, counter: Any, *, tools: Sequence[Mapping[str, Any]] = (),
               system: str | None = None) -> Calibration:
     """Fit ``counter`` to the provider-reported input tokens recorded in ``conversation``."""
@@ -56,11 +73,11 @@ def calibrate(conversation: Conversation, counter: Any, *, tools: Sequence[Mappi
     from .replay import replay
 
     base_system = conversation.system if system is None else system
-    stop = min((c.turn for c in conversation.compactions), default=len(conversation.turns))
-    head = conversation.with_(turns=conversation.turns[:stop], compactions=())
-    result = replay(head, lambda: FullContext(base_system), counter=counter, tools=tools, name="calibration")
+    result = replay(conversation.with_(compactions=()), lambda: FullContext(base_system), counter=counter,
+                    tools=tools, name="calibration")
     f = result.requests
-    f = f[f["recorded_input_tokens"].notna() & (f["recorded_input_tokens"] > 0)].copy()
+    f = f[f["recorded_input_tokens"].notna() & (f["recorded_input_tokens"] > 0)]
+    f = f[[_before_first_compaction(conversation, t, s) for t, s in zip(f["turn"], f["step"])]].copy()
     if f.empty:
         raise HarpeLabError(
             f"conversation {conversation.id!r} records no provider input tokens before its first compaction; "

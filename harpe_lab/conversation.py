@@ -51,13 +51,16 @@ class Probe:
 
 @dataclass(frozen=True)
 class RecordedCompaction:
-    """A compaction the recording agent performed before turn ``turn``; ``summary`` is the
-    text it carried forward ("" when not recorded); ``pre_tokens`` the size it reported."""
+    """A compaction the recording agent performed in turn ``turn``: at its start when
+    ``message`` is None, else after the turn's first ``message`` messages (input included;
+    agents such as Claude Code compact between tool rounds). ``summary`` is the text it
+    carried forward ("" when not recorded); ``pre_tokens`` the size it reported."""
 
     turn: int
     summary: str = ""
     pre_tokens: int | None = None
     trigger: str = ""
+    message: int | None = None
 
 
 @dataclass(frozen=True)

@@ -134,12 +134,10 @@ class TestClaudeCode:
         assert conv.compactions == (RecordedCompaction(
             turn=1, summary="This session is being continued from a previous conversation. Summary: the date test "
                             "compared UTC with local time; clock.py and the test now use local time.",
-            pre_tokens=151234, trigger="auto"),)
+            pre_tokens=151234, trigger="auto", message=3),)
         assert all(not t.input.text.startswith("This session is being continued") for t in conv.turns)
-        (point,) = conv.metadata["compaction_points"]
-        assert point["turn"] == 1 and point["boundary"] == "c-0001"
         # the compaction came after the input and the msg_D round (2 messages)
-        assert point["message"] == 3
+        assert list(conv.metadata["compaction_boundaries"]) == ["c-0001"]
 
     def test_inline_sidechain_records_are_skipped_and_counted(self, conv):
         assert conv.metadata["sidechain_records"] == 1

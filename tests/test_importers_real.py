@@ -118,7 +118,7 @@ class TestClaudeCodeReal:
         assert [k.pre_tokens for k in c.compactions] == want["boundaries"]
         assert [k.summary for k in c.compactions] == want["summaries"]
         assert all(k.trigger == "auto" and k.summary for k in c.compactions)
-        assert len(c.metadata.get("compaction_points", ())) == len(want["boundaries"])
+        assert len(c.metadata.get("compaction_boundaries", ())) == len(want["boundaries"])
         assert not any(t.input.text.startswith("This session is being continued") for t in c.turns)
 
     def test_the_long_sessions_each_have_a_compaction(self, real_data):
@@ -128,8 +128,8 @@ class TestClaudeCodeReal:
             c = load_claude_code(p)
             assert len(c.compactions) == 1, p.name
             assert c.compactions[0].pre_tokens > 140_000
-            point = c.metadata["compaction_points"][0]
-            assert 0 < point["message"] <= len(c.turns[point["turn"]].all_messages)
+            point = c.compactions[0]
+            assert 0 < point.message <= len(c.turns[point.turn].all_messages)
 
     @pytest.mark.parametrize("path", _files("claude_code/*.jsonl"))
     def test_subagent_files_are_listed_and_linked(self, real_data, path):

@@ -115,3 +115,26 @@ class TestCalibrate:
     def test_needs_recorded_usage(self):
         with pytest.raises(Exception, match="records no provider input tokens"):
             calibrate(make_conversation(3), COUNTER)
+
+
+class TestCalibrateOnClaudeCode:
+    """Claude Code sessions record the provider's input tokens per API message: FullContext
+    up to the first recorded compaction, calibrated, must land within 3% of them."""
+
+    @pytest.mark.real_data
+    def test_calibrated_error_under_three_percent(self, real_data):
+        from harpe_lab.importers import load_any
+        from harpe_lab.tokens import TiktokenCounter
+
+        sessions = [load_any(p) for p in sorted((real_data / "claude_code").glob("*.jsonl"))]
+        compacted = [c for c in sessions if c.compactions]
+        if not compacted:
+            pytest.skip("no Claude Code session with a recorded compaction")
+        for conv in compacted:
+            cal = calibrate(conv, TiktokenCounter("cl100k_base"))
+            assert cal.requests >= 10, conv.id
+            assert cal.error_before > 0.1  # the raw count misses Claude Code's system prompt and tools
+            assert cal.error_after < 0.03, (conv.id, cal.error_after)
+            # requests after the compaction are excluded: the provider no longer saw the full history
+            last = cal.frame["turn"].max()
+            assert last <= conv.compactions[0].turn

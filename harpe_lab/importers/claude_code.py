@@ -25,9 +25,9 @@ Anthropic API ``message``, plus bookkeeping (``progress``, ``system``, ``queue-o
 * **Compactions.** A ``compact_boundary`` system record and the ``isCompactSummary`` user
   message after it become one `RecordedCompaction` (``summary``, ``pre_tokens``,
   ``trigger``), never a user turn. Its ``turn`` is the turn in progress when it happened
-  (Claude Code compacts mid-turn, between tool rounds); ``metadata["compaction_points"]``
-  gives the exact position as ``{"turn", "message"}`` (messages of that turn before it,
-  input included).
+  (Claude Code compacts mid-turn, between tool rounds) and its ``message`` the number of
+  that turn's messages before it (input included); ``metadata["compaction_boundaries"]``
+  lists the boundary records' uuids.
 * **Subagents.** Sidechain records inside a main session (older Claude Code) are skipped
   and counted in ``metadata["sidechain_records"]``. Subagent files in
   ``<session id>/subagents/agent-<id>.jsonl`` are listed in ``metadata["subagents"]`` with
@@ -129,7 +129,7 @@ class _Reader:
         self.round: _Round | None = None
         self.used_ids: set[str] = set()
         self.compactions: list[RecordedCompaction] = []
-        self.points: list[dict[str, Any]] = []
+        self.boundaries: list[str] = []
         self.boundary: Mapping[str, Any] | None = None
         self.input_open = False  # the current turn has an input and no reply yet
         self.meta: dict[str, Any] = {}
@@ -270,10 +270,10 @@ class _Reader:
                 summary=summary,
                 pre_tokens=int(meta["preTokens"]) if isinstance(meta.get("preTokens"), (int, float)) else None,
                 trigger=str(meta.get("trigger", "")),
+                message=(1 + len(turn.messages)) if turn is not None else 0,
             )
         )
-        self.points.append({"turn": index, "message": (1 + len(turn.messages)) if turn is not None else 0,
-                            "boundary": str(b.get("uuid", ""))})
+        self.boundaries.append(str(b.get("uuid", "")))
 
     # -- driver -------------------------------------------------------------------------
 
@@ -334,8 +334,8 @@ class _Reader:
             meta["agent_id"] = str(first["agentId"])
         if skipped:
             meta["sidechain_records"] = skipped
-        if self.points:
-            meta["compaction_points"] = self.points
+        if self.boundaries:
+            meta["compaction_boundaries"] = self.boundaries
         subagents = []
         for p in claude_code_subagents(src.path):
             agent_id = p.stem[len("agent-"):]

@@ -11,7 +11,7 @@ with ``"pinned": true`` only when set::
                 "messages": [...], "outcome": "answered", "error": "", "usage": [...],
                 "metadata": {...}}, ...],
      "probes": [{"id", "asked_at", "question", "answer", "evidence", "category"}, ...],
-     "compactions": [{"turn", "summary", "pre_tokens", "trigger"}, ...]}
+     "compactions": [{"turn", "summary", "pre_tokens", "trigger", "message"}, ...]}
 
 `save_conversation` writes one turn per line so the file diffs well.
 """
@@ -103,7 +103,8 @@ def conversation_to_dict(c: Conversation) -> dict[str, Any]:
             for p in c.probes
         ],
         "compactions": [
-            {"turn": k.turn, "summary": k.summary, "pre_tokens": k.pre_tokens, "trigger": k.trigger}
+            {"turn": k.turn, "summary": k.summary, "pre_tokens": k.pre_tokens, "trigger": k.trigger,
+             "message": k.message}
             for k in c.compactions
         ],
     }
@@ -221,7 +222,8 @@ def conversation_from_dict(d: Mapping[str, Any], src: Source | None = None) -> C
         where = f"compactions[{k}]"
         compactions.append(RecordedCompaction(get(c, "turn", int, src, where), get(c, "summary", str, src, where, ""),
                                               get(c, "pre_tokens", int, src, where, None),
-                                              get(c, "trigger", str, src, where, "")))
+                                              get(c, "trigger", str, src, where, ""),
+                                              get(c, "message", int, src, where, None)))
     meta = dict(get(d, "metadata", dict, src, None, {}))
     stored = meta.get("format")
     if stored and stored != FORMAT:
