@@ -20,6 +20,8 @@ test: $(STAMP)
 	$(PY) -m pytest; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make test: pytest selected no tests" >&2; exit 1; fi; \
 	exit $$rc
+	$(PY) notebooks/strip_outputs.py --check
+	$(PY) -m mkdocs build --strict --quiet
 
 clean:
 	rm -rf $(VENV) out build *.egg-info

@@ -21,7 +21,15 @@ from .context import (
     message_chars,
     truncate,
 )
-from .errors import BudgetError, HarpeLabError, ImportFormatError, JournalError, ModelError, StrategyError
+from .errors import (
+    BudgetError,
+    HarpeLabError,
+    ImportFormatError,
+    JournalError,
+    MissingJournalError,
+    ModelError,
+    StrategyError,
+)
 from .messages import (
     AssistantMessage,
     Attachment,
@@ -36,6 +44,12 @@ from .messages import (
 )
 from .tokens import ApproxCounter, BytesCounter, LitellmCounter, TiktokenCounter, TokenCounter, counter_for_model
 
+# These functions share their module's name. Bound here, the package attribute is the
+# function; lazily resolved, an earlier `import harpe_lab.replay` would leave it the module.
+from .calibrate import calibrate
+from .replay import replay
+from .sweep import sweep
+
 __version__ = "0.1.0"
 
 # name -> module that defines it, imported on first access
@@ -44,12 +58,9 @@ _LAZY: dict[str, str] = {
     "Turn": ".conversation",
     "Probe": ".conversation",
     "RecordedCompaction": ".conversation",
-    "replay": ".replay",
     "Replay": ".replay",
     "ReplayEvent": ".replay",
     "Pricing": ".replay",
-    "sweep": ".sweep",
-    "calibrate": ".calibrate",
     "Calibration": ".calibrate",
     "make_strategy": ".presets",
     "STRATEGIES": ".presets",
@@ -81,11 +92,26 @@ _LAZY: dict[str, str] = {
     "ask": ".agent",
     "chat": ".agent",
     "Interact": ".agent",
+    "Journal": ".journal",
+    "JsonlLogger": ".journal",
+    "TurnLog": ".journal",
+    "TurnRecord": ".journal",
+    "TurnData": ".journal",
+    "Entry": ".journal",
+    "read_entries": ".journal",
+    "load_harpe": ".importers.harpe",
+    "plot_token_use": ".plots",
+    "plot_strategies": ".plots",
+    "plot_sweep": ".plots",
+    "plot_context_map": ".plots",
+    "Explorer": ".widgets",
+    "Compare": ".widgets",
 }
 
 __all__ = [
     "HarpeLabError",
     "JournalError",
+    "MissingJournalError",
     "StrategyError",
     "BudgetError",
     "ImportFormatError",
@@ -115,6 +141,9 @@ __all__ = [
     "TiktokenCounter",
     "LitellmCounter",
     "counter_for_model",
+    "replay",
+    "sweep",
+    "calibrate",
     *_LAZY,
 ]
 

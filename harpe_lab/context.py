@@ -86,13 +86,21 @@ class Context(Protocol):
 def message_chars(message: Message) -> int:
     """Harpe's character measure: user text; assistant text plus each call's input as
     Python's default ``json.dumps`` writes it; the contents of all tool results."""
+    # Cached on the message itself: messages are frozen, and a windowed context measures
+    # the same messages at every request.
+    cached = getattr(message, "_chars", None)
+    if cached is not None:
+        return cached
     if isinstance(message, UserInput):
-        return len(message.text)
-    if isinstance(message, AssistantMessage):
-        return len(message.text) + sum(len(json.dumps(c.input)) for c in message.calls)
-    if isinstance(message, ToolResults):
-        return sum(len(r.content) for r in message.results)
-    raise TypeError(f"not a harpe_lab message: {message!r}")
+        n = len(message.text)
+    elif isinstance(message, AssistantMessage):
+        n = len(message.text) + sum(len(json.dumps(c.input)) for c in message.calls)
+    elif isinstance(message, ToolResults):
+        n = sum(len(r.content) for r in message.results)
+    else:
+        raise TypeError(f"not a harpe_lab message: {message!r}")
+    object.__setattr__(message, "_chars", n)
+    return n
 
 
 def turn_groups(messages: Sequence[Message]) -> list[list[Message]]:
@@ -111,14 +119,19 @@ def truncate(messages: Sequence[Message], max_chars: int) -> list[Message]:
     """Drop whole oldest turns while more than one is left and the total exceeds
     ``max_chars`` (strictly). Never splits a reply from its tool results; the newest turn
     is always kept, even when it alone is over the budget."""
-    groups = turn_groups(messages)
-    sizes = [sum(message_chars(m) for m in g) for g in groups]
-    total = sum(sizes)
-    first = 0
-    while len(groups) - first > 1 and total > max_chars:
-        total -= sizes[first]
-        first += 1
-    return [m for g in groups[first:] for m in g]
+    # Equivalent to Harpe's drop-from-the-front loop: the result is the longest suffix of
+    # whole turns within the budget. Walking from the newest end only measures what is kept.
+    start = len(messages)
+    total = group = 0
+    for k in range(len(messages) - 1, -1, -1):
+        m = messages[k]
+        group += message_chars(m)
+        if k == 0 or isinstance(m, UserInput):
+            if start < len(messages) and total + group > max_chars:
+                break
+            total += group
+            start, group = k, 0
+    return list(messages[start:])
 
 
 # --- strategies -------------------------------------------------------------------------

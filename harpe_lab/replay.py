@@ -53,13 +53,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from operator import is_
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from .context import ContextCompacted
 from .conversation import Conversation
 from .errors import StrategyError
 from .messages import AssistantMessage, Message, Rendered, ToolResults, Usage, UserInput
-from .tokens import REPLY_PRIMING
+from .tokens import REPLY_PRIMING, _Counter
 
 __all__ = ["replay", "Replay", "ReplayEvent", "Pricing", "REQUEST_COLUMNS", "cli_replay"]
 
@@ -142,6 +143,38 @@ class _DistillMeter:
         return out
 
 
+class _Sent(Sequence[Rendered]):
+    """What each request sent, recorded in O(1): ``(session, length, system)``.
+
+    Between two compactions the provider session only grows, so consecutive requests are
+    prefixes of one append-only list; the engine starts a new list instead of cutting one
+    that a recorded request still refers to. A request's `Rendered` is built the first time
+    it is asked for (and kept, so it is the same object every time).
+    """
+
+    __slots__ = ("_at", "_made")
+
+    def __init__(self) -> None:
+        self._at: list[tuple[list[Message], int, str]] = []
+        self._made: dict[int, Rendered] = {}
+
+    def add(self, session: list[Message], length: int, system: str) -> None:
+        self._at.append((session, length, system))
+
+    def __len__(self) -> int:
+        return len(self._at)
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [self[j] for j in range(len(self._at))[i]]
+        i = range(len(self._at))[i]  # negative indices, and IndexError, as a list has them
+        made = self._made.get(i)
+        if made is None:
+            session, length, system = self._at[i]
+            made = self._made[i] = Rendered(system, tuple(session[:length]))
+        return made
+
+
 def _strategy_name(ctx: object) -> str:
     return getattr(ctx, "name", None) or type(ctx).__name__
 
@@ -150,7 +183,7 @@ class Replay:
     """The result of one replay: the request frame, the events, and what was sent when."""
 
     def __init__(self, conversation: Conversation, strategy: str, rows: dict[str, list], events: list[ReplayEvent],
-                 requests: list[Rendered], summarized: dict[str, int], summaries: list[str],
+                 requests: Sequence[Rendered], summarized: dict[str, int], summaries: list[str],
                  high_water: int | None) -> None:
         self.conversation = conversation
         self.strategy = strategy
@@ -298,11 +331,12 @@ def _rounds(messages: Sequence[Message]) -> list[tuple[Message | None, list[Mess
 
 
 def _check_pairs(strategy: str, i: int, msgs: Sequence[Message], start: int,
-                 pairs: Mapping[int, tuple[Message, Message]]) -> None:
+                 pairs: Mapping[int, tuple[Message, Message]], stop: int | None = None) -> None:
     """A reply with tool calls is sent with the results that answer it right after it, and
-    results never without their call (checked from ``start``; the rest was checked before)."""
+    results never without their call (checked from ``start`` to ``stop``; the rest was
+    checked before)."""
     n = len(msgs)
-    for k in range(start, n):
+    for k in range(start, n if stop is None else min(stop, n)):
         m = msgs[k]
         pair = pairs.get(id(m))
         if pair is None:
@@ -314,14 +348,39 @@ def _check_pairs(strategy: str, i: int, msgs: Sequence[Message], start: int,
             raise StrategyError(f"{strategy} sent tool results without the call they answer at request {i}")
 
 
-def _check_budget(strategy: str, i: int, rendered: Rendered, ctx: object) -> None:
+def _check_budget(strategy: str, i: int, system: str, messages: Sequence[Message], ctx: object, counter: Any = None,
+                  messages_tokens: int = 0, fixed: dict | None = None) -> None:
+    """Raise when a context that promises ``max_request_tokens`` sent more.
+
+    When the context prices with the replay's own ``counter`` and that counter prices a
+    request as the sum of its parts (harpe_lab's counters, bar `ScaledCounter`), the
+    messages' tokens are the engine's running sum ``messages_tokens``, and only the system
+    prompt and tool schemas are priced (once each, cached in ``fixed``): O(1) a request
+    instead of O(messages sent), with the same result.
+    """
     limit = getattr(ctx, "max_request_tokens", None)
     own = getattr(ctx, "counter", None)
     if limit is None or own is None:
         return
-    used = own.count_rendered(rendered, tuple(getattr(ctx, "tools", ())))
+    tools = getattr(ctx, "tools", ())
+    if own is counter and fixed is not None and _additive(own):
+        hit = fixed.get(system)
+        if hit is None or hit[0] is not tools:
+            hit = fixed[system] = (tools, own.count_system(system) + own.count_tools(tuple(tools)) + REPLY_PRIMING)
+        used = hit[1] + messages_tokens
+    else:
+        used = own.count_rendered(Rendered(system, tuple(messages)), tuple(tools))
     if used > limit:
         raise StrategyError(f"{strategy} promised at most {limit} tokens but sent {used} at request {i}")
+
+
+def _additive(counter: Any) -> bool:
+    """Whether ``counter`` prices a request as system + each message + tools + priming."""
+    cls = type(counter)
+    return isinstance(counter, _Counter) and all(
+        getattr(cls, name) is getattr(_Counter, name)
+        for name in ("count_rendered", "count_messages", "count_system", "count_tools")
+    )
 
 
 def replay(
@@ -396,10 +455,12 @@ def replay(
                 pairs[id(msgs[k + 1])] = (m, msgs[k + 1])
 
     rows: dict[str, list] = {c: [] for c in REQUEST_COLUMNS}
-    requests: list[Rendered] = []
+    appends = [rows[c].append for c in REQUEST_COLUMNS]
+    requests = _Sent()
     summaries: list[str] = []
     summarized: dict[str, int] = {}
     fixed_cache: dict[str, int] = {}
+    budget_fixed: dict[str, tuple[Any, int]] = {}  # _check_budget's system + tools prices
 
     def fixed_tokens(system: str) -> int:
         n = fixed_cache.get(system)
@@ -428,13 +489,20 @@ def replay(
         cum_orig.append((cum_orig[-1] if cum_orig else 0) + (owner is not None))
         cur_tokens = cur_tokens + n if owner == t else 0
 
+    # (id, message id) of the messages of turns[:marked_upto] not yet marked summarised, in
+    # order: a compaction visits only these, not the whole conversation again
+    unsummarized: list[tuple[int, str]] = []
+    marked_upto = 0
+
     def adopt(rendered: Rendered, t: int, i: int) -> None:
         """Make ``rendered`` the provider session, reusing the sums of the common prefix."""
-        nonlocal system, session, cur_tokens, shared_with_prev
+        nonlocal system, session, cur_tokens, shared_with_prev, unsummarized, marked_upto
+        nonlocal cum_tokens, cum_synth, cum_orig
         new = rendered.messages
         old = session
         # identity, not equality: equal-looking messages of different turns are different
-        if len(new) >= len(old) and list(map(id, new[: len(old)])) == list(map(id, old)):
+        # (map stops at the shorter, so this compares new's prefix, at C speed)
+        if len(new) >= len(old) and all(map(is_, new, old)):
             k = len(old)
         else:
             k = 0
@@ -444,24 +512,69 @@ def replay(
         shared_with_prev = min(shared_with_prev, k)
         if not new:
             raise StrategyError(f"{strategy} rendered an empty request at request {i}; it needs at least the user input")
-        _check_pairs(strategy, i, new, max(0, k - 1), pairs)
-        del cum_tokens[k:], cum_synth[k:], cum_orig[k:]
-        session = list(new)
+        # A window that slid dropped old's first `shift` messages and kept the rest, in
+        # order, at the front of new: their sums are old's, less what was dropped.
+        shift = 0
+        if k == 0 and len(old) > 1:
+            first = new[0]
+            for j, m in enumerate(old):
+                if m is first:
+                    if j and len(new) >= len(old) - j and all(map(is_, new, old[j:])):
+                        shift = j
+                    break
+        if shift:
+            kept = len(old) - shift
+            # the pairs inside the kept run were checked when they were sent; only its
+            # first message (its call may be gone) and its end (what follows is new) are not
+            _check_pairs(strategy, i, new, 0, pairs, stop=1)
+            _check_pairs(strategy, i, new, max(1, kept - 1), pairs)
+            base_t, base_s, base_o = cum_tokens[shift - 1], cum_synth[shift - 1], cum_orig[shift - 1]
+            cum_tokens = [v - base_t for v in cum_tokens[shift:]]
+            cum_synth = [v - base_s for v in cum_synth[shift:]]
+            cum_orig = [v - base_o for v in cum_orig[shift:]]
+            session = old[shift:]  # recorded requests still refer to old: a new list
+            k = kept  # from here on, new[:k] is priced
+        else:
+            _check_pairs(strategy, i, new, max(0, k - 1), pairs)
+            del cum_tokens[k:], cum_synth[k:], cum_orig[k:]
+            if k < len(old):
+                session = old[:k]  # recorded requests still refer to old: start a new list
+        session.extend(new[k:] if k else new)  # session == list(new) now
         system = rendered.system
-        cur_tokens = 0
-        for m in new[k:]:
-            push(m, t)
+        # push() for each new message, inlined: a sliding window re-adopts its whole window
+        count = counter.count_message
+        owner_of = turn_of.get
+        tok = cum_tokens[-1] if cum_tokens else 0
+        syn = cum_synth[-1] if cum_synth else 0
+        org = cum_orig[-1] if cum_orig else 0
+        for m in new[k:] if k else new:
+            n = count(m)
+            tok += n
+            if owner_of(id(m)) is None:
+                syn += n
+            else:
+                org += 1
+            cum_tokens.append(tok)
+            cum_synth.append(syn)
+            cum_orig.append(org)
         cur_tokens = 0
         for m in reversed(new):
-            if turn_of.get(id(m)) != t:
+            if owner_of(id(m)) != t:
                 break
-            cur_tokens += counter.count_message(m)
+            cur_tokens += count(m)
         if state["compacted_now"]:
             now = set(map(id, new))
-            for turn in conversation.turns[: t + 1]:
-                for m, mid in zip(turn.all_messages, turn.ids):
-                    if id(m) not in now and mid not in summarized:
-                        summarized[mid] = i
+            if marked_upto < t + 1:
+                for turn in conversation.turns[marked_upto : t + 1]:
+                    unsummarized.extend(zip(map(id, turn.all_messages), turn.ids))
+                marked_upto = t + 1
+            still = []
+            for key in unsummarized:
+                if key[0] in now:
+                    still.append(key)
+                else:
+                    summarized[key[1]] = i
+            unsummarized = still
             state["compacted_now"] = False
 
     for t, turn in enumerate(conversation.turns):
@@ -482,8 +595,7 @@ def replay(
             total = cum_tokens[-1] if cum_tokens else 0
             synth = cum_synth[-1] if cum_synth else 0
             input_tokens = fixed + total
-            rendered = Rendered(system, tuple(session))
-            _check_budget(strategy, i, rendered, ctx)
+            _check_budget(strategy, i, system, session, ctx, counter, total, budget_fixed)
             cached = 0
             if prev_system == system and shared_with_prev:
                 cached = fixed - REPLY_PRIMING + cum_tokens[shared_with_prev - 1]
@@ -506,9 +618,9 @@ def replay(
                 max(0, input_tokens - high_water) if high_water else 0,
                 d_calls, d_in, d_out, cached, cost, cost_cached,
             )  # fmt: skip
-            for col, value in zip(REQUEST_COLUMNS, row):
-                rows[col].append(value)
-            requests.append(rendered)
+            for add, value in zip(appends, row):
+                add(value)
+            requests.add(session, len(session), system)
             summaries.append(getattr(ctx, "summary", "") or "")
             state["request"] += 1
             shared_with_prev = len(session)

@@ -26,6 +26,8 @@ Importing this module imports neither litellm nor pandas; `LLMDistiller` imports
 
 from __future__ import annotations
 
+import functools
+
 import hashlib
 import json
 import math
@@ -204,8 +206,11 @@ def _backtick_command(span: str) -> bool:
     return len(words) > 1 or first in _BARE_COMMANDS
 
 
+@functools.lru_cache(maxsize=8192)
 def _extract_ordered(text: str, *, decisions: bool = True) -> dict[str, dict[str, None]]:
-    """Artifacts in order of first appearance (dicts used as ordered sets)."""
+    """Artifacts in order of first appearance (dicts used as ordered sets). Cached: the
+    same message texts are distilled again and again across replays of one conversation,
+    so callers must not change the result."""
     out: dict[str, dict[str, None]] = {c: {} for c in ARTIFACT_CATEGORIES}
     if not text:
         return out
@@ -221,31 +226,37 @@ def _extract_ordered(text: str, *, decisions: bool = True) -> dict[str, dict[str
         inner = _norm_ws(m.group(1))
         if _backtick_command(inner):
             _ordered_add(out, "commands", inner)
-    chars = list(text)
+    # each pass searches the text with what earlier passes found blanked out, so a URL's
+    # parts are not paths too; blanking by spans avoids rebuilding a list of characters
+    spans: list[tuple[int, int]] = []
 
-    def mask(start: int, end: int) -> None:
-        chars[start:end] = " " * (end - start)
+    def masked() -> str:
+        parts, pos = [], 0
+        for start, end in sorted(spans):
+            start = max(start, pos)
+            if end > start:
+                parts += (text[pos:start], " " * (end - start))
+                pos = end
+        parts.append(text[pos:])
+        return "".join(parts)
 
     for m in _URL.finditer(text):
         url = _strip_trailing(m.group(0))
         _ordered_add(out, "urls", url)
-        mask(m.start(), m.start() + len(url))
-    masked = "".join(chars)
-    for m in _SLASH_PATH.finditer(masked):
+        spans.append((m.start(), m.start() + len(url)))
+    for m in _SLASH_PATH.finditer(masked() if spans else text):
         cand = _strip_trailing(m.group(0))
         if _is_path(cand):
             _ordered_add(out, "files", cand)
-            mask(m.start(), m.start() + len(cand))
-    masked = "".join(chars)
-    for m in _BARE_FILE.finditer(masked):
+            spans.append((m.start(), m.start() + len(cand)))
+    for m in _BARE_FILE.finditer(masked() if spans else text):
         _ordered_add(out, "files", m.group(0))
-        mask(m.start(), m.end())
-    masked = "".join(chars)
-    for m in _NUMBER.finditer(masked):
+        spans.append((m.start(), m.end()))
+    for m in _NUMBER.finditer(masked() if spans else text):
         _ordered_add(out, "numbers", _norm_ws(m.group(0)))
-        mask(m.start(), m.end())
-    masked = "".join(chars)
-    for m in _IDENTIFIER.finditer(masked):
+        spans.append((m.start(), m.end()))
+    masked_text = masked() if spans else text
+    for m in _IDENTIFIER.finditer(masked_text):
         ident = m.group(0).rstrip(".")
         if ident.endswith("()"):
             ident = ident[:-2]  # `f()` and `f` are one identifier

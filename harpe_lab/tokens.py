@@ -123,7 +123,16 @@ class _Counter:
 
     def count_messages(self, messages: Iterable[Message]) -> int:
         """Tokens of these messages, overhead included, without system or reply priming."""
-        return sum(self.count_message(m) for m in messages)
+        count = self.count_message
+        if type(self).count_message is not _Counter.count_message:
+            return sum(map(count, messages))
+        # count_message's cache hit, inlined: windows price their whole request every call
+        cache = self._messages
+        total = 0
+        for m in messages:
+            hit = cache.get(id(m))
+            total += hit[1] if hit is not None and hit[0] is m else count(m)
+        return total
 
     def count_rendered(self, rendered: Rendered, tools: Sequence[Mapping[str, Any]] = ()) -> int:
         """Tokens of a whole request: system, messages, tool schemas and reply priming."""

@@ -67,6 +67,15 @@ class TestPackageAll:
             pytest.skip(f"{name} is not a harpe_lab class or function")
         assert name in getattr(sys.modules[home], "__all__", ()), f"{home}.__all__ lacks {name}"
 
+    def test_functions_named_like_their_module_stay_functions(self):
+        # importing the submodules must not replace the package attribute with the module
+        code = (
+            "import harpe_lab.replay, harpe_lab.sweep, harpe_lab.calibrate, harpe_lab, inspect; "
+            "print(all(inspect.isfunction(getattr(harpe_lab, n)) for n in ('replay', 'sweep', 'calibrate')))"
+        )
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+        assert out.stdout.strip() == "True"
+
     def test_an_unknown_name_is_an_attribute_error(self):
         with pytest.raises(AttributeError, match="module 'harpe_lab' has no attribute 'NoSuchThing'"):
             harpe_lab.NoSuchThing  # noqa: B018

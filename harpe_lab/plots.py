@@ -1,0 +1,370 @@
+"""Pictures of replays: token use per request, strategies overlaid, sweeps, context maps.
+
+Every function takes ``ax=None`` (a new figure is made when it is None) and returns the
+`matplotlib.axes.Axes` it drew on. matplotlib is imported on first use, never at import.
+
+The artists a reader (or a test) may want to find carry a ``gid``:
+
+==================  ======================================================================
+``high_water``      the high-water line (``low_water``, ``limit`` likewise)
+``compactions``     one `Line2D` whose points are the compactions, one marker each
+``overshoot``       vertical segments from the high-water mark up to each overshooting request
+``band:<part>``     the stacked bands ``system``, ``summary``, ``history``, ``turn``
+``pareto``          the Pareto front of `plot_sweep`
+``context_map``     the image of `plot_context_map`
+==================  ======================================================================
+
+`TokenUsePlot` is the object behind `plot_token_use`; the widgets keep one and call
+`TokenUsePlot.update` so a slider move changes data, not artists.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping, Sequence
+
+from .errors import HarpeLabError
+
+__all__ = [
+    "plot_token_use",
+    "plot_strategies",
+    "plot_sweep",
+    "plot_context_map",
+    "TokenUsePlot",
+    "compaction_requests",
+    "model_input_limit",
+    "pareto_front",
+    "BAND_COLUMNS",
+    "STATE_COLORS",
+]
+
+BAND_COLUMNS = ("system_tokens", "summary_tokens", "history_tokens", "turn_tokens")
+"""The request-frame columns stacked by `plot_token_use`; they add up to ``input_tokens``."""
+
+_BAND_LABELS = ("system + tools", "summary", "earlier turns", "current turn")
+_BAND_COLORS = ("#9e9e9e", "#8e6cc4", "#4c8fd6", "#f2a541")
+
+STATE_COLORS = {"not yet": "#ffffff", "sent": "#2e7d32", "summarized": "#f2a541", "dropped": "#c62828"}
+"""Colours of `plot_context_map`, by message state (``not yet`` = not yet in the history)."""
+
+
+def _choice_error(param: str, options: Iterable[Any], value: Any) -> HarpeLabError:
+    return HarpeLabError(f"`{param}` must be one of {list(options)}, but {value!r} was passed.")
+
+
+def _plain(text: str) -> str:
+    """Text shown literally: a ``$`` in a conversation id must not start mathtext."""
+    return str(text).replace("$", r"\$")
+
+
+def _new_axes(ax: Any, figsize: tuple[float, float] = (9, 4)) -> Any:
+    if ax is not None:
+        return ax
+    import matplotlib.pyplot as plt
+
+    _, ax = plt.subplots(figsize=figsize, layout="constrained")
+    return ax
+
+
+def _check_replay(replay: Any, param: str = "replay") -> None:
+    if not (hasattr(replay, "requests") and hasattr(replay, "events")):
+        raise HarpeLabError(
+            f"`{param}` must be a harpe_lab Replay (the result of harpe_lab.replay.replay), "
+            f"but {type(replay).__name__} was passed."
+        )
+
+
+def compaction_requests(replay: Any) -> list[int]:
+    """The request index of every compaction in ``replay``, one entry per compaction.
+
+    A compaction is a ``ContextCompacted`` event (the count `Replay.totals` reports). For
+    a strategy that emits no such events, the requests its context marked ``compacted``
+    are used instead, so its cuts still show.
+    """
+    _check_replay(replay)
+    n = len(replay)
+    found = [min(e.request, n - 1) for e in replay.events if e.kind == "ContextCompacted"]
+    if found or n == 0:
+        return found
+    compacted = replay.requests["compacted"]
+    return [int(i) for i in compacted.index[compacted.to_numpy(dtype=bool)]]
+
+
+def model_input_limit(limit: int | str) -> int:
+    """``limit`` as a token count: an int is returned as is, a model name is looked up in
+    litellm's offline model table (``max_input_tokens``; ``openai/gpt-4o`` or ``gpt-4o``)."""
+    if isinstance(limit, bool) or not isinstance(limit, (int, str)):
+        raise HarpeLabError(f"`limit` must be a token count or a model name, but {limit!r} was passed.")
+    if isinstance(limit, int):
+        if limit <= 0:
+            raise HarpeLabError(f"`limit` must be a positive token count, but {limit!r} was passed.")
+        return limit
+    from ._litellm import litellm
+
+    table = litellm().model_cost
+    for key in (limit, limit.split("/", 1)[-1]):
+        entry = table.get(key) or {}
+        value = entry.get("max_input_tokens") or entry.get("max_tokens")
+        if value:
+            return int(value)
+    stem = limit.split("/")[-1][:6]
+    close = sorted(k for k in table if stem and stem in k)[:8]
+    raise HarpeLabError(
+        f"`limit` must be a token count or a model name in litellm's model table, but {limit!r} was "
+        f"passed; similar names: {', '.join(close) or 'none'}."
+    )
+
+
+def _band_verts(x: Any, lo: Any, hi: Any) -> Any:
+    """The outline of a band between ``lo`` and ``hi`` drawn as steps centred on ``x``
+    (each request is one step wide), as one polygon for a PolyCollection."""
+    import numpy as np
+
+    n = len(x)
+    if n == 0:
+        return np.zeros((0, 2))
+    edges = np.repeat(np.arange(n + 1, dtype=float) - 0.5, 2)[1:-1] + x[0]
+    top = np.repeat(hi, 2)
+    bottom = np.repeat(lo, 2)
+    return np.column_stack([np.concatenate([edges, edges[::-1]]), np.concatenate([top, bottom[::-1]])])
+
+
+_LEGEND = ("outside", "inside", None)
+
+
+class TokenUsePlot:
+    """The artists of one `plot_token_use` picture, updated in place by `update`.
+
+    Built once on ``ax``; each `update` replaces the bands' vertices and the lines' data,
+    so an interactive redraw costs a render, not a rebuild. ``legend`` puts the legend to
+    the right of the axes (``"outside"``), in their upper left corner (``"inside"``), or
+    nowhere (``None``).
+    """
+
+    def __init__(self, ax: Any, *, legend: str | None = "outside") -> None:
+        from matplotlib.collections import LineCollection, PolyCollection
+
+        if legend not in _LEGEND:
+            raise _choice_error("legend", _LEGEND, legend)
+        self.ax = ax
+        self.legend = legend
+        self.bands = []
+        for col, label, color in zip(BAND_COLUMNS, _BAND_LABELS, _BAND_COLORS):
+            band = PolyCollection([], facecolors=color, edgecolors="none", alpha=0.85, label=label)
+            band.set_gid("band:" + col.removesuffix("_tokens"))
+            ax.add_collection(band)
+            self.bands.append(band)
+        self.high = ax.axhline(0, color="#c62828", lw=1.4, ls="--", label="high water", gid="high_water", visible=False)
+        self.low = ax.axhline(0, color="#2e7d32", lw=1.2, ls=":", label="low water", gid="low_water", visible=False)
+        self.limit = ax.axhline(0, color="black", lw=1.4, label="model limit", gid="limit", visible=False)
+        self.overshoot = LineCollection([], colors="#c62828", linewidths=2.5, label="overshoot")
+        self.overshoot.set_gid("overshoot")
+        ax.add_collection(self.overshoot)
+        (self.compactions,) = ax.plot([], [], ls="none", marker="v", ms=8, color="black",
+                                      label="compaction", gid="compactions", zorder=5)  # fmt: skip
+        self.cursor = ax.axvline(0, color="#555555", lw=1, visible=False, gid="cursor")
+        ax.set_xlabel("request")
+        ax.set_ylabel("input tokens")
+        ax.grid(axis="y", alpha=0.3)
+        self._legend = None
+
+    def update(self, replay: Any, *, high_water: int | None = None, low_water: int | None = None,
+               limit: int | str | None = None, cursor: int | None = None, limit_label: str | None = None) -> None:
+        """Show ``replay`` (marks as in `plot_token_use`; ``cursor`` draws a vertical line
+        at that request; ``limit_label`` names the limit line in the legend)."""
+        import numpy as np
+
+        _check_replay(replay)
+        frame = replay.requests
+        x = frame["request"].to_numpy(dtype=float) if len(frame) else np.zeros(0)
+        base = np.zeros(len(x))
+        for band, col in zip(self.bands, BAND_COLUMNS):
+            top = base + frame[col].to_numpy(dtype=float)
+            band.set_verts([_band_verts(x, base, top)] if len(x) else [])
+            base = top
+        total = frame["input_tokens"].to_numpy(dtype=float)
+
+        high = replay.high_water if high_water is None else high_water
+        for line, value, name in ((self.high, high, "high_water"), (self.low, low_water, "low_water")):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0):
+                raise HarpeLabError(f"`{name}` must be a token count >= 0, but {value!r} was passed.")
+            line.set_visible(value is not None)
+            if value is not None:
+                line.set_ydata([value, value])
+        cap = None if limit is None else model_input_limit(limit)
+        self.limit.set_visible(cap is not None)
+        if cap is not None:
+            self.limit.set_ydata([cap, cap])
+            default = f"model limit ({limit})" if isinstance(limit, str) else "limit"
+            self.limit.set_label(_plain(limit_label or default))
+
+        # overshoot against the drawn mark, so what is red is what sits above the line
+        if high is not None and len(x):
+            over = total > high
+            self.overshoot.set_segments([[(xi, high), (xi, yi)] for xi, yi in zip(x[over], total[over])])
+        else:
+            self.overshoot.set_segments([])
+        at = compaction_requests(replay)
+        self.compactions.set_data(np.asarray(at, dtype=float), total[at] if at else np.zeros(0))
+        self.cursor.set_visible(cursor is not None)
+        if cursor is not None:
+            self.cursor.set_xdata([cursor, cursor])
+
+        ymax = max([float(total.max()) if len(total) else 1.0] + [v for v in (high, low_water, cap) if v is not None])
+        self.ax.set_xlim(-0.5, max(0.5, len(x) - 0.5))
+        self.ax.set_ylim(0, ymax * 1.08)
+        self.ax.set_title(_plain(f"{replay.conversation.id} — {replay.strategy}"), fontsize=10)
+        self._refresh_legend()
+
+    def _refresh_legend(self) -> None:
+        if self.legend is None:
+            return
+        handles = [b for b in self.bands]
+        handles += [a for a in (self.high, self.low, self.limit) if a.get_visible()]
+        if len(self.overshoot.get_segments()):
+            handles.append(self.overshoot)
+        if len(self.compactions.get_xdata()):
+            handles.append(self.compactions)
+        labels = [h.get_label() for h in handles]
+        key = tuple(labels)
+        if self._legend is not None and getattr(self, "_legend_key", None) == key:
+            return
+        if self._legend is not None:
+            self._legend.remove()
+        if self.legend == "outside":
+            self._legend = self.ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.01, 1.0),
+                                          fontsize=8, frameon=False)  # fmt: skip
+        else:
+            self._legend = self.ax.legend(handles, labels, loc="upper left", fontsize=8, ncols=2, framealpha=0.8)
+        self._legend_key = key
+
+
+def plot_token_use(replay: Any, *, high_water: int | None = None, low_water: int | None = None,
+                   limit: int | str | None = None, ax: Any = None) -> Any:
+    """Input tokens of every request, stacked by part (system and tools, summary, earlier
+    turns, current turn), with the water marks, the compactions and the overshoot.
+
+    ``high_water`` defaults to the strategy's own mark (``replay.high_water``); requests
+    above it are highlighted in red. ``low_water`` adds a second line. ``limit`` draws the
+    model's context limit: a token count, or a model name looked up in litellm's offline
+    model table. Each compaction is one marker on the ``compactions`` line.
+    """
+    _check_replay(replay)
+    ax = _new_axes(ax)
+    TokenUsePlot(ax).update(replay, high_water=high_water, low_water=low_water, limit=limit)
+    return ax
+
+
+def _as_named(replays: Any) -> list[tuple[str, Any]]:
+    if isinstance(replays, Mapping):
+        items = list(replays.items())
+    else:
+        items = [(getattr(r, "strategy", str(k)), r) for k, r in enumerate(replays)]
+    if not items:
+        raise HarpeLabError("`replays` must hold at least one Replay, but an empty collection was passed.")
+    for name, r in items:
+        _check_replay(r, f"replays[{name!r}]")
+    return items
+
+
+def plot_strategies(replays: Sequence[Any] | Mapping[str, Any], ax: Any = None) -> Any:
+    """Input tokens per request of several replays overlaid, one line each, compactions
+    marked on each line. ``replays`` is a sequence (labelled by strategy name) or a
+    mapping of label → Replay."""
+    items = _as_named(replays)
+    ax = _new_axes(ax)
+    for name, r in items:
+        frame = r.requests
+        (line,) = ax.plot(frame["request"], frame["input_tokens"], lw=1.4, label=_plain(name), gid=f"strategy:{name}")
+        at = compaction_requests(r)
+        if at:
+            ax.plot(at, frame["input_tokens"].to_numpy()[at], ls="none", marker="v", ms=6,
+                    color=line.get_color(), gid=f"compactions:{name}")  # fmt: skip
+    ax.set_xlabel("request")
+    ax.set_ylabel("input tokens")
+    ax.set_ylim(bottom=0)
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend(fontsize=8, loc="upper left")
+    return ax
+
+
+_BETTER = ("lower", "higher")
+
+
+def pareto_front(frame: Any, x: str, y: str, *, x_better: str = "lower", y_better: str = "higher") -> Any:
+    """The rows of ``frame`` no other row beats on both ``x`` and ``y``, sorted by ``x``."""
+    for param, value in (("x_better", x_better), ("y_better", y_better)):
+        if value not in _BETTER:
+            raise _choice_error(param, _BETTER, value)
+    data = frame[[x, y]].dropna()
+    # sort best-x first; a row is on the front when its y beats every row before it
+    sx = 1 if x_better == "lower" else -1
+    sy = 1 if y_better == "higher" else -1
+    order = sorted(data.index, key=lambda i: (sx * data.at[i, x], -sy * data.at[i, y]))
+    keep, best = [], None
+    for i in order:
+        v = sy * data.at[i, y]
+        if best is None or v > best:
+            keep.append(i)
+            best = v
+    return frame.loc[keep].sort_values(x)
+
+
+def plot_sweep(frame: Any, x: str, y: str, *, hue: str | None = None, x_better: str = "lower",
+               y_better: str = "higher", ax: Any = None) -> Any:
+    """A scatter of a sweep frame, ``y`` against ``x`` (e.g. probe retention against tokens
+    sent), one colour per ``hue`` value, with the Pareto front drawn as a line.
+
+    ``x_better`` / ``y_better`` say which direction is better (``"lower"`` or ``"higher"``;
+    by default fewer tokens and more retention).
+    """
+    columns = list(getattr(frame, "columns", []))
+    for param, value in (("x", x), ("y", y)):
+        if value not in columns:
+            raise _choice_error(param, columns, value)
+    if hue is not None and hue not in columns:
+        raise _choice_error("hue", columns, hue)
+    front = pareto_front(frame, x, y, x_better=x_better, y_better=y_better)
+    ax = _new_axes(ax, (7, 4.5))
+    groups = [(None, frame)] if hue is None else list(frame.groupby(hue, sort=True))
+    for key, part in groups:
+        ax.scatter(part[x], part[y], s=28, alpha=0.8, label=None if key is None else _plain(f"{hue}={key}"))
+    ax.plot(front[x], front[y], color="black", lw=1.2, marker="o", mfc="none", ms=10,
+            label="Pareto front", gid="pareto")  # fmt: skip
+    ax.set_xlabel(_plain(x))
+    ax.set_ylabel(_plain(y))
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    return ax
+
+
+_STATES = ("not yet", "sent", "summarized", "dropped")
+
+
+def plot_context_map(replay: Any, ax: Any = None) -> Any:
+    """Which original message was in each request: rows are requests, columns the
+    conversation's messages in order, each cell coloured sent, summarized, dropped or
+    blank (not yet said). Drawn as one image, so 1,000 requests stay quick."""
+    import numpy as np
+    from matplotlib.colors import ListedColormap
+    from matplotlib.patches import Patch
+
+    _check_replay(replay)
+    ids = replay.conversation.message_ids()
+    tidy = replay.context_map()
+    grid = np.zeros((max(1, len(replay)), max(1, len(ids))), dtype=np.uint8)
+    if len(tidy):
+        column = {mid: k for k, mid in enumerate(ids)}
+        code = {s: k for k, s in enumerate(_STATES)}
+        rows = tidy["request"].to_numpy()
+        cols = tidy["message_id"].map(column).to_numpy()
+        grid[rows, cols] = tidy["state"].map(code).to_numpy(dtype=np.uint8)
+    ax = _new_axes(ax, (8, 5))
+    cmap = ListedColormap([STATE_COLORS[s] for s in _STATES])
+    ax.imshow(grid, cmap=cmap, vmin=-0.5, vmax=len(_STATES) - 0.5, aspect="auto",
+              interpolation="nearest", origin="upper", gid="context_map")  # fmt: skip
+    ax.set_xlabel("original message (conversation order)")
+    ax.set_ylabel("request")
+    ax.set_title(_plain(f"{replay.conversation.id} — {replay.strategy}: what each request carried"), fontsize=10)
+    ax.legend(handles=[Patch(facecolor=STATE_COLORS[s], edgecolor="#999999", label=s) for s in _STATES[1:]],
+              loc="lower left", fontsize=8, framealpha=0.9)  # fmt: skip
+    return ax

@@ -1,0 +1,255 @@
+"""harpe_lab.plots: each picture returns its Axes and shows what the replay holds."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import pytest  # noqa: E402
+
+from harpe_lab import plots  # noqa: E402
+from harpe_lab.context import Compaction, FullContext, SummarizingContext  # noqa: E402
+from harpe_lab.conversation import Conversation, Turn  # noqa: E402
+from harpe_lab.errors import HarpeLabError  # noqa: E402
+from harpe_lab.messages import AssistantMessage, ToolCall, ToolResult, ToolResults, UserInput  # noqa: E402
+from harpe_lab.replay import replay  # noqa: E402
+from harpe_lab.tokens import ApproxCounter  # noqa: E402
+
+COUNTER = ApproxCounter()
+
+
+def _turn(t: int, steps: int = 2, size: int = 400) -> Turn:
+    msgs = []
+    for s in range(steps):
+        msgs.append(AssistantMessage(f"step {s}", (ToolCall(f"c{t}.{s}", "read", {"path": f"f{s}"}),)))
+        msgs.append(ToolResults((ToolResult(f"c{t}.{s}", "x" * size),)))
+    msgs.append(AssistantMessage(f"done {t}"))
+    return Turn(UserInput(f"question {t}"), tuple(msgs))
+
+
+def _conversation(turns: int = 20, steps: int = 2, cid: str = "synthetic") -> Conversation:
+    return Conversation(tuple(_turn(t, steps) for t in range(turns)), id=cid)
+
+
+def _summarizing(conversation: Conversation, high: int = 1500, low_chars: int = 2000):
+    factory = lambda: SummarizingContext("sys", high_water_tokens=high, low_water_chars=low_chars,  # noqa: E731
+                                         distill=lambda r: "the summary")  # fmt: skip
+    return replay(conversation, factory, counter=COUNTER)
+
+
+def _full(conversation: Conversation):
+    return replay(conversation, lambda: FullContext("sys"), counter=COUNTER)
+
+
+def _by_gid(ax, gid):
+    found = [a for a in ax.get_children() if a.get_gid() == gid]
+    assert len(found) == 1, f"expected one artist with gid {gid!r}, found {len(found)}"
+    return found[0]
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    yield
+    plt.close("all")
+
+
+class TestTokenUse:
+    def test_returns_the_axes_it_drew_on(self):
+        fig, ax = plt.subplots()
+        assert plots.plot_token_use(_full(_conversation(3)), ax=ax) is ax
+        assert isinstance(plots.plot_token_use(_full(_conversation(3))), matplotlib.axes.Axes)
+
+    def test_one_marker_per_compaction(self):
+        r = _summarizing(_conversation(20))
+        n = r.totals()["compactions"]
+        assert n >= 3  # the builder is sized to compact several times
+        line = _by_gid(plots.plot_token_use(r), "compactions")
+        x, y = line.get_data()
+        assert len(x) == n
+        # each marker sits on the request the compaction came before, at its height
+        events = [e.request for e in r.events if e.kind == "ContextCompacted"]
+        assert list(x) == events
+        assert list(y) == list(r.requests["input_tokens"].iloc[events])
+
+    def test_no_markers_without_compaction(self):
+        line = _by_gid(plots.plot_token_use(_full(_conversation(5))), "compactions")
+        assert len(line.get_xdata()) == 0
+
+    def test_water_marks_sit_at_the_given_values(self):
+        ax = plots.plot_token_use(_summarizing(_conversation(10)), high_water=1234, low_water=567)
+        assert list(_by_gid(ax, "high_water").get_ydata()) == [1234, 1234]
+        assert list(_by_gid(ax, "low_water").get_ydata()) == [567, 567]
+        assert _by_gid(ax, "high_water").get_visible() and _by_gid(ax, "low_water").get_visible()
+
+    def test_high_water_defaults_to_the_strategys_mark(self):
+        ax = plots.plot_token_use(_summarizing(_conversation(10), high=1500))
+        assert list(_by_gid(ax, "high_water").get_ydata()) == [1500, 1500]
+        assert not _by_gid(ax, "low_water").get_visible()
+
+    def test_bands_stack_to_the_input_tokens(self):
+        r = _summarizing(_conversation(10))
+        ax = plots.plot_token_use(r)
+        top = _by_gid(ax, "band:turn").get_paths()[0].vertices
+        n = len(r)
+        # the top edge of the last band is the request total, one step per request
+        tops = top[: 2 * n : 2, 1]
+        assert np.array_equal(tops, r.requests["input_tokens"].to_numpy(dtype=float))
+
+    def test_overshoot_highlights_each_request_above_the_line(self):
+        r = _full(_conversation(10))
+        mark = int(r.requests["input_tokens"].median())
+        ax = plots.plot_token_use(r, high_water=mark)
+        segments = _by_gid(ax, "overshoot").get_segments()
+        above = r.requests.index[r.requests["input_tokens"] > mark]
+        assert [int(s[0][0]) for s in segments] == list(above)
+        assert all(s[0][1] == mark and s[1][1] > mark for s in segments)
+
+    def test_limit_as_a_token_count(self):
+        ax = plots.plot_token_use(_full(_conversation(3)), limit=50_000)
+        assert list(_by_gid(ax, "limit").get_ydata()) == [50_000, 50_000]
+        assert ax.get_ylim()[1] >= 50_000
+
+    def test_limit_as_a_model_name_reads_litellms_table(self):
+        from harpe_lab._litellm import litellm
+
+        expected = litellm().model_cost["gpt-4o"]["max_input_tokens"]
+        ax = plots.plot_token_use(_full(_conversation(3)), limit="openai/gpt-4o")
+        assert list(_by_gid(ax, "limit").get_ydata()) == [expected, expected]
+
+    def test_unknown_model_names_its_neighbours(self):
+        with pytest.raises(HarpeLabError, match=r"`limit` must be .* 'gpt-4o-nonexistent' was passed; similar names: .*gpt-4o"):
+            plots.plot_token_use(_full(_conversation(3)), limit="gpt-4o-nonexistent")
+
+    def test_rejects_what_is_not_a_replay(self):
+        with pytest.raises(HarpeLabError, match="`replay` must be a harpe_lab Replay.*DataFrame was passed"):
+            plots.plot_token_use(pd.DataFrame())
+
+    def test_dollar_in_an_id_is_shown_literally(self):
+        ax = plots.plot_token_use(_full(_conversation(3, cid="cost $5 vs $6")))
+        ax.figure.canvas.draw()  # mathtext would fail or eat the dollars
+        assert "$5" in ax.get_title().replace("\\$", "$")
+
+    def test_legend_placement_is_checked(self):
+        fig, ax = plt.subplots()
+        with pytest.raises(HarpeLabError, match=r"`legend` must be one of \['outside', 'inside', None\], but 'left' was passed."):
+            plots.TokenUsePlot(ax, legend="left")
+        view = plots.TokenUsePlot(ax, legend=None)
+        view.update(_full(_conversation(3)))
+        assert ax.get_legend() is None
+
+    def test_compactions_without_events_come_from_the_compacted_column(self):
+        class CutEveryThirdTurn(FullContext):
+            """Reports a compaction at every third turn start, and emits no events."""
+
+            def compact(self):
+                n = sum(isinstance(m, UserInput) for m in self.transcript)
+                return Compaction(super().compact().rendered, n % 3 == 0 and len(self.transcript) == self._len_at_turn)
+
+            def begin_turn(self, input):
+                super().begin_turn(input)
+                self._len_at_turn = len(self.transcript)
+
+        r = replay(_conversation(9), lambda: CutEveryThirdTurn("sys"), counter=COUNTER)
+        expected = list(r.requests.index[r.requests["compacted"]])
+        assert len(expected) == 3 and not r.events
+        assert plots.compaction_requests(r) == expected
+        assert list(_by_gid(plots.plot_token_use(r), "compactions").get_xdata()) == expected
+
+    def test_update_reuses_its_artists(self):
+        fig, ax = plt.subplots()
+        view = plots.TokenUsePlot(ax)
+        view.update(_summarizing(_conversation(20), high=1500))
+        before = list(ax.get_children())
+        view.update(_summarizing(_conversation(20), high=2500), high_water=2500)
+        assert [id(a) for a in ax.get_children() if a.get_gid()] == [id(a) for a in before if a.get_gid()]
+        assert list(view.high.get_ydata()) == [2500, 2500]
+
+
+class TestStrategies:
+    def test_one_line_per_replay_labelled(self):
+        c = _conversation(10)
+        ax = plots.plot_strategies({"full": _full(c), "summarizing": _summarizing(c)})
+        assert plots.plot_strategies([_full(c)]) is not None
+        lines = {l.get_gid(): l for l in ax.get_lines()}
+        assert {"strategy:full", "strategy:summarizing"} <= set(lines)
+        assert list(lines["strategy:full"].get_ydata()) == list(_full(c).requests["input_tokens"])
+        n = _summarizing(c).totals()["compactions"]
+        assert len(lines["compactions:summarizing"].get_xdata()) == n
+        assert "compactions:full" not in lines
+
+    def test_empty_is_an_error(self):
+        with pytest.raises(HarpeLabError, match="at least one Replay"):
+            plots.plot_strategies([])
+
+
+def _sweep_frame() -> pd.DataFrame:
+    return pd.DataFrame({
+        "budget": [1000, 2000, 4000, 8000, 3000],
+        "tokens": [100, 200, 400, 800, 500],
+        "retention": [0.2, 0.6, 0.7, 0.9, 0.5],
+        "strategy": ["a", "a", "b", "b", "b"],
+    })  # fmt: skip
+
+
+class TestSweep:
+    def test_pareto_front_drops_dominated_points(self):
+        front = plots.pareto_front(_sweep_frame(), "tokens", "retention")
+        # (500, 0.5) costs more than (200, 0.6) and retains less: not on the front
+        assert list(front["tokens"]) == [100, 200, 400, 800]
+
+    def test_front_direction_can_be_flipped(self):
+        front = plots.pareto_front(_sweep_frame(), "tokens", "retention", x_better="higher", y_better="lower")
+        assert list(front["tokens"]) == [100, 500, 800]
+
+    def test_plot_marks_the_front_and_colours_by_hue(self):
+        ax = plots.plot_sweep(_sweep_frame(), "tokens", "retention", hue="strategy")
+        front = _by_gid(ax, "pareto")
+        assert list(front.get_xdata()) == [100, 200, 400, 800]
+        assert len(ax.collections) == 2  # one scatter per strategy
+        assert ax.get_xlabel() == "tokens"
+
+    def test_unknown_column_names_the_choices(self):
+        with pytest.raises(HarpeLabError) as info:
+            plots.plot_sweep(_sweep_frame(), "tokns", "retention")
+        assert str(info.value) == (
+            "`x` must be one of ['budget', 'tokens', 'retention', 'strategy'], but 'tokns' was passed."
+        )
+
+    def test_bad_direction_names_the_choices(self):
+        with pytest.raises(HarpeLabError, match=r"`y_better` must be one of \['lower', 'higher'\], but 'up' was passed."):
+            plots.plot_sweep(_sweep_frame(), "tokens", "retention", y_better="up")
+
+
+class TestContextMap:
+    def test_image_has_a_cell_per_request_and_message(self):
+        c = _conversation(12)
+        r = _summarizing(c)
+        ax = plots.plot_context_map(r)
+        (image,) = ax.get_images()
+        grid = image.get_array()
+        assert grid.shape == (len(r), len(c.message_ids()))
+
+    def test_cells_match_kept(self):
+        c = _conversation(12)
+        r = _summarizing(c)
+        grid = plots.plot_context_map(r).get_images()[0].get_array()
+        code = {"sent": 1, "summarized": 2, "dropped": 3}
+        ids = c.message_ids()
+        for i in (0, len(r) // 2, len(r) - 1):
+            kept = r.kept(i)
+            expected = [code.get(kept.get(mid), 0) for mid in ids]
+            assert list(grid[i]) == expected
+        assert (grid == 2).any(), "a summarizing replay that compacted shows summarized cells"
+
+    def test_fast_for_a_thousand_requests(self):
+        import time
+
+        r = _summarizing(_conversation(200, steps=4), high=3000, low_chars=4000)
+        assert len(r) == 1000
+        started = time.perf_counter()
+        plots.plot_context_map(r).figure.canvas.draw()
+        assert time.perf_counter() - started < 15
