@@ -18,6 +18,7 @@ of the summarizing preset spends most of its time in the distiller and in trunca
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import time
@@ -86,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     cold = report("high water, new value", timed(set_high, values))
     if args.profile:
         profiler.disable()
-        pstats.Stats(profiler).sort_stats("tottime").print_stats(12)
+        pstats.Stats(profiler).sort_stats(os.environ.get("PROFILE_SORT", "tottime")).print_stats(int(os.environ.get("PROFILE_ROWS", "12")))
     warm = report("high water, seen value", timed(set_high, values))
     steps = [(k * 37) % len(e.replay) for k in range(args.moves)]
     report("request step", timed(lambda v: setattr(e.step, "value", v), steps))

@@ -270,7 +270,10 @@ def _extract_ordered(text: str, *, decisions: bool = True) -> dict[str, dict[str
     return out
 
 
-def _sentences(text: str) -> Iterable[str]:
+@functools.lru_cache(maxsize=8192)
+def _sentences(text: str) -> tuple[str, ...]:
+    """The whitespace-normalised sentences of ``text``, line by line (cached per text)."""
+    out = []
     for line in text.splitlines():
         line = line.strip()
         if not line:
@@ -278,7 +281,8 @@ def _sentences(text: str) -> Iterable[str]:
         for s in _SENTENCE_SPLIT.split(line):
             s = _norm_ws(s)
             if s:
-                yield s
+                out.append(s)
+    return tuple(out)
 
 
 def _clip(s: str, n: int) -> str:
@@ -551,7 +555,7 @@ class ExtractiveDistiller:
         if len(block) <= self.max_chars:
             return block, 0
         # keep the most recently mentioned artifacts that fit, in their original order
-        ranked = sorted(range(len(order)), key=lambda k: (last_seen[order[k]], -k), reverse=True)
+        ranked = [k for _, _, k in sorted(((last_seen[key], -k, k) for k, key in enumerate(order)), reverse=True)]
         room = self.max_chars - 40 - 15 * len(_LABELS)
         keep: set[int] = set()
         used = 0
