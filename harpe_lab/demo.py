@@ -7,17 +7,19 @@ import time
 from pathlib import Path
 from typing import Any
 
-__all__ = ["run_demo", "cli_demo", "DEMO_STRATEGIES", "DEMO_BUDGETS"]
+__all__ = ["run_demo", "cli_demo", "DEMO_STRATEGIES", "DEMO_FRACTIONS"]
 
 DEMO_STRATEGIES = ("full", "windowed", "summarizing", "sliding", "summarize-window", "chain")
-DEMO_BUDGETS = (2_000, 4_000, 8_000)
+DEMO_FRACTIONS = (0.25, 0.5, 0.75)
+"""Budgets are these fractions of the largest request the full history needs, so every
+dataset, short or long, is squeezed the same way."""
 
 
 def _slug(text: str) -> str:
     return "".join(c if c.isalnum() else "_" for c in text).strip("_")
 
 
-def run_demo(out: str | Path = "out/report", *, budgets: tuple[int, ...] = DEMO_BUDGETS,
+def run_demo(out: str | Path = "out/report", *, fractions: tuple[float, ...] = DEMO_FRACTIONS,
              datasets: tuple[str, ...] | None = None, echo: Any = print) -> Path:
     """Replay the bundled datasets and write the report; return the path of ``index.html``."""
     import matplotlib
@@ -27,6 +29,7 @@ def run_demo(out: str | Path = "out/report", *, budgets: tuple[int, ...] = DEMO_
     import pandas as pd
 
     from . import datasets as bundled
+    from .errors import BudgetError
     from .evaluate import compare, with_probe_turn
     from .plots import plot_context_map, plot_strategies, plot_token_use
     from .presets import make_strategy
@@ -46,22 +49,32 @@ def run_demo(out: str | Path = "out/report", *, budgets: tuple[int, ...] = DEMO_
         s = conversation.summary()
         echo(f"\n== {name}: {s['turns']} turns, {s['messages']} messages, {s['tool_calls']} tool calls, "
              f"{s['probes']} probes")
-        replays = {}
+        full = replay(conversation, make_strategy("full", system=conversation.system), counter=counter, name="full")
+        replays, refused = {"full": full}, []
+        largest = int(full.requests["input_tokens"].max())
+        budgets = [max(500, int(round(largest * f, -2))) for f in fractions]
+        echo(f"largest full-history request: {largest} tokens; budgets {budgets}")
         for budget in budgets:
-            for strategy in DEMO_STRATEGIES:
-                if strategy == "full" and budget != budgets[0]:
-                    continue
-                label = strategy if strategy == "full" else f"{strategy}@{budget}"
+            for strategy in DEMO_STRATEGIES[1:]:
+                label = f"{strategy}@{budget}"
                 factory = make_strategy(strategy, budget=budget, counter=counter, system=conversation.system)
-                replays[label] = replay(conversation, factory, counter=counter, name=label)
+                try:
+                    replays[label] = replay(conversation, factory, counter=counter, name=label)
+                except BudgetError as exc:  # a strategy that promises a budget it cannot keep
+                    refused.append((label, str(exc)))
         table = compare(list(replays.values()))
         shown = [c for c in ("strategy", "requests", "input_tokens_sum", "input_tokens_median", "input_tokens_max",
                              "compactions", "distill_calls", "overshoots", "probe_retention", "artifact_retention")
                  if c in table.columns]
         with pd.option_context("display.width", 200, "display.max_columns", 20):
             echo(table[shown].to_string(index=False))
-        section = ReportSection(f"{name}", bundled.describe(name).splitlines()[0] if bundled.describe(name) else "")
+        for label, reason in refused:
+            echo(f"{label}: cannot run — {reason}")
+        section = ReportSection(name, bundled.describe(name).title)
         section.tables.append(("Strategies compared", table[shown]))
+        if refused:
+            section.tables.append(("Strategies that cannot keep their budget here",
+                                   pd.DataFrame(refused, columns=["strategy", "reason"])))
         mid = budgets[len(budgets) // 2]
         figures = [
             ("tokens per request, all strategies at the middle budget",
@@ -70,8 +83,10 @@ def run_demo(out: str | Path = "out/report", *, budgets: tuple[int, ...] = DEMO_
              lambda ax: plot_token_use(replays[f"summarizing@{mid}"], ax=ax)),
             (f"summarizing@{mid}: what the model saw",
              lambda ax: plot_context_map(replays[f"summarizing@{mid}"], ax=ax)),
-            (f"sliding@{mid}: what the model saw", lambda ax: plot_context_map(replays[f"sliding@{mid}"], ax=ax)),
         ]
+        if f"sliding@{mid}" in replays:
+            figures.append((f"sliding@{mid}: what the model saw",
+                            lambda ax: plot_context_map(replays[f"sliding@{mid}"], ax=ax)))
         for caption, draw in figures:
             fig, ax = plt.subplots(figsize=(10, 4.2), dpi=100)
             draw(ax)
@@ -83,7 +98,8 @@ def run_demo(out: str | Path = "out/report", *, budgets: tuple[int, ...] = DEMO_
         sections.append(section)
     index = write_report(
         out, "harpe_lab demo: context strategies on the bundled datasets", sections,
-        intro=f"Budgets {', '.join(map(str, budgets))} tokens; counter {counter.name}; "
+        intro=f"Budgets are {', '.join(f'{f:.0%}' for f in fractions)} of each dataset's largest full-history "
+              f"request; counter {counter.name}; "
               f"{time.perf_counter() - started:.1f} s to replay and draw.",
     )
     echo(f"\nreport written to {index}")

@@ -12,7 +12,7 @@ measures in characters convert at 4 characters a token:
                        ``2 * budget`` chars (about half the budget), offline distiller
 ``sliding``            orion SlidingWindow of ``budget`` tokens (reserve 10% of it)
 ``summarize-window``   orion SummarizeWindow of ``budget`` tokens, offline distiller
-``chain``              Laser Chain([LastN(40), TokenBudget(budget)])
+``chain``              Laser Chain([LastN(100), TokenBudget(budget)])
 =====================  ===================================================================
 """
 
@@ -70,5 +70,5 @@ def make_strategy(
     if name == "summarize-window":
         window = orion.SummarizeWindow(budget, counter=counter, distill=d, reserve_tokens=reserve)
         return lambda: orion.OrionContext(system, window, tools=tools)
-    policy = laser.Chain([laser.LastN(40), laser.TokenBudget(budget)])
+    policy = laser.Chain([laser.LastN(100), laser.TokenBudget(budget)])
     return lambda: laser.PolicyContext(system, policy)
