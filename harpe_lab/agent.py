@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Literal, Mapping, Protocol, Sequence, Union, runtime_checkable
 
 from .context import ContextCompacted, FullContext
-from .errors import HarpeLabError
+from .errors import AgentError, HarpeLabError
 from .journal import Journal, JsonlLogger, TurnData, TurnLog
 from .messages import (
     AssistantMessage,
@@ -84,11 +84,6 @@ __all__ = [
     "ContextCompacted",
     "retry_delay",
 ]
-
-
-class AgentError(HarpeLabError, ValueError):
-    """`ask` or `chat` was given something it cannot use: a tool it cannot describe, an
-    attachment that is not a file, a bad option."""
 
 
 # --- events --------------------------------------------------------------------------------

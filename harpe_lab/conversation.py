@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Iterator, Literal, Mapping, Sequence
+from typing import Any, Iterator, Literal, Mapping
 
 from .messages import AssistantMessage, Message, ToolResults, Usage, UserInput
 

@@ -7,6 +7,8 @@
      ├── StrategyError     (also ValueError: a strategy was configured or behaved wrongly)
      │    └── BudgetError  (what must be kept does not fit the budget)
      ├── ImportFormatError (also ValueError: a transcript in no known format)
+     ├── EvaluationError   (also ValueError: a probe does not fit the replay it is applied to)
+     ├── AgentError        (also ValueError: ask/chat was given something it cannot use)
      └── ModelError        (a model call through litellm failed)
 
 Every message says what was wrong and how to fix it.
@@ -22,6 +24,8 @@ __all__ = [
     "BudgetError",
     "ImportFormatError",
     "ModelError",
+    "EvaluationError",
+    "AgentError",
 ]
 
 
@@ -67,3 +71,12 @@ class ImportFormatError(HarpeLabError, ValueError):
 
 class ModelError(HarpeLabError):
     """A model call made through litellm failed in a way the caller must see."""
+
+
+class EvaluationError(HarpeLabError, ValueError):
+    """A probe or an evaluation input does not fit the replay it is applied to."""
+
+
+class AgentError(HarpeLabError, ValueError):
+    """`ask` or `chat` was given something it cannot use: a tool it cannot describe, an
+    attachment that is not a file, a bad option."""

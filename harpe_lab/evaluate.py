@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Literal, Mapping, Sequence
 
 from .conversation import Conversation, Probe, Turn
-from .errors import HarpeLabError, ModelError
+from .errors import EvaluationError, ModelError
 from .messages import Message, Rendered, UserInput, strip_harpe_keys, to_openai
 from .summarize import (
     ARTIFACT_CATEGORIES,
@@ -99,10 +99,6 @@ COMPARE_COLUMNS = (
     "probes", "probe_retention", "answer_in_summary", "artifact_retention",
     *(f"artifacts_{c}" for c in ARTIFACT_CATEGORIES), "answer_accuracy", "answer_accuracy_full",
 )  # fmt: skip
-
-
-class EvaluationError(HarpeLabError, ValueError):
-    """A probe or an evaluation input does not fit the replay it is applied to."""
 
 
 # --- locating probes ---------------------------------------------------------------------

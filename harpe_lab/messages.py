@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Iterable, Mapping, Sequence, Union
+from typing import Any, ClassVar, Iterable, Mapping, Union
 
 __all__ = [
     "Attachment",

@@ -52,14 +52,14 @@ cost_usd, cost_usd_cached   price without and with prompt caching (NaN without p
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from operator import is_
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from .context import ContextCompacted
 from .conversation import Conversation
 from .errors import StrategyError
-from .messages import AssistantMessage, Message, Rendered, ToolResults, Usage, UserInput
+from .messages import AssistantMessage, Message, Rendered, ToolResults, Usage
 from .tokens import REPLY_PRIMING, _Counter
 
 __all__ = ["replay", "Replay", "ReplayEvent", "Pricing", "REQUEST_COLUMNS", "cli_replay"]

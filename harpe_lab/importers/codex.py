@@ -122,7 +122,6 @@ def _read(src: Source) -> Conversation:
     models: list[str] = []
     compactions: list[RecordedCompaction] = []
     last_total: Any = None
-    pending_usage: list[tuple[str, Usage]] = []
     records = src.records
     enveloped = isinstance(records[0][1], Mapping) and "payload" in records[0][1]
     for lineno, rec in records:
