@@ -133,6 +133,27 @@ def read_source(path: Any) -> Source:
     return src
 
 
+def document_items(src: "Source") -> list[Any] | str:
+    """The records of a file holding one JSON document: its list, or its one object as a
+    list of one. A str says why the file is not that."""
+    doc = src.doc
+    if doc is None:
+        return "a JSON Lines file, not one JSON document"
+    if isinstance(doc, Mapping):
+        return [doc]
+    if not isinstance(doc, list):
+        return f"the file holds a JSON {type(doc).__name__}, not a list or object"
+    return list(doc) or "the top-level list is empty"
+
+
+def checked_items(src: "Source", sniff: Callable[["Source"], str | None], name: str) -> list[Any]:
+    """`document_items` of a file ``sniff`` accepts; else an error naming the file."""
+    reason = sniff(src)
+    if reason is not None:
+        raise src.error(None, f"not a {name} file: {reason}")
+    return document_items(src)  # type: ignore[return-value]
+
+
 def select(items: Sequence[Any], index: int | str, ident: Callable[[Any, int], str], path: Any, what: str) -> int:
     """The position of the item ``index`` names: an int position (negative counts from the
     end) or an item id as ``ident(item, position)`` gives it."""

@@ -27,7 +27,7 @@ from typing import Any, Mapping
 
 from ..conversation import Conversation, Probe
 from ..messages import AssistantMessage, UserInput
-from ._common import Source, TurnBuilder, conversation, read_source, select
+from ._common import Source, TurnBuilder, checked_items, conversation, document_items, read_source, select
 
 __all__ = ["load_locomo", "load_locomo_all", "LOCOMO_CATEGORIES"]
 
@@ -54,13 +54,9 @@ def load_locomo_all(path: Any) -> list[Conversation]:
 def sniff(src: Source) -> str | None:
     """``None`` when the file is LoCoMo, else why not."""
     doc = src.doc
-    if doc is None:
-        return "a JSON Lines file, not one JSON document"
-    items = doc if isinstance(doc, list) else [doc] if isinstance(doc, Mapping) else None
-    if not items:
-        if items is None:
-            return f"the file holds a JSON {type(doc).__name__}, not a list or object"
-        return "the top-level list is empty"
+    items = document_items(src)
+    if isinstance(items, str):
+        return items
     for k, s in enumerate(items):
         if not isinstance(s, Mapping) or not isinstance(s.get("conversation"), Mapping):
             return f"{_where(doc, k)}: has no 'conversation' object"
@@ -77,10 +73,7 @@ def _where(doc: Any, k: int) -> str:
 
 
 def _samples(src: Source) -> list[Mapping[str, Any]]:
-    reason = sniff(src)
-    if reason is not None:
-        raise src.error(None, f"not a LoCoMo file: {reason}")
-    return list(src.doc) if isinstance(src.doc, list) else [src.doc]
+    return checked_items(src, sniff, "LoCoMo")
 
 
 def _text(utterance: Mapping[str, Any]) -> str:

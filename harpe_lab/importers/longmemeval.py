@@ -18,7 +18,7 @@ from typing import Any, Mapping
 
 from ..conversation import Conversation, Probe
 from ..messages import AssistantMessage, UserInput
-from ._common import Source, TurnBuilder, conversation, read_source, select
+from ._common import Source, TurnBuilder, checked_items, conversation, document_items, read_source, select
 
 __all__ = ["load_longmemeval", "load_longmemeval_all"]
 
@@ -42,13 +42,9 @@ def load_longmemeval_all(path: Any) -> list[Conversation]:
 def sniff(src: Source) -> str | None:
     """``None`` when the file is LongMemEval, else why not."""
     doc = src.doc
-    if doc is None:
-        return "a JSON Lines file, not one JSON document"
-    items = doc if isinstance(doc, list) else [doc] if isinstance(doc, Mapping) else None
-    if not items:
-        if items is None:
-            return f"the file holds a JSON {type(doc).__name__}, not a list or object"
-        return "the top-level list is empty"
+    items = document_items(src)
+    if isinstance(items, str):
+        return items
     for k, q in enumerate(items):
         if not isinstance(q, Mapping) or not isinstance(q.get("haystack_sessions"), list):
             return f"{_where(doc, k)}: has no 'haystack_sessions' list"
@@ -62,10 +58,7 @@ def _where(doc: Any, k: int) -> str:
 
 
 def _items(src: Source) -> list[Mapping[str, Any]]:
-    reason = sniff(src)
-    if reason is not None:
-        raise src.error(None, f"not a LongMemEval file: {reason}")
-    return list(src.doc) if isinstance(src.doc, list) else [src.doc]
+    return checked_items(src, sniff, "LongMemEval")
 
 
 def _convert(src: Source, item: Mapping[str, Any], k: int) -> Conversation:

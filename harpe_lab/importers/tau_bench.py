@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from ..conversation import Conversation
-from ._common import Source, conversation, read_source, select
+from ._common import Source, checked_items, conversation, document_items, read_source, select
 from .openai import _check_messages, _turns
 
 __all__ = ["load_tau_bench", "load_tau_bench_all"]
@@ -38,13 +38,9 @@ def load_tau_bench_all(path: Any) -> list[Conversation]:
 def sniff(src: Source) -> str | None:
     """``None`` when the file holds tau-bench trajectories, else why not."""
     doc = src.doc
-    if doc is None:
-        return "a JSON Lines file, not one JSON document"
-    items = doc if isinstance(doc, list) else [doc] if isinstance(doc, Mapping) else None
-    if not items:
-        if items is None:
-            return f"the file holds a JSON {type(doc).__name__}, not a list or object"
-        return "the top-level list is empty"
+    items = document_items(src)
+    if isinstance(items, str):
+        return items
     for k, t in enumerate(items):
         if not isinstance(t, Mapping) or "traj" not in t:
             return f"{_where(doc, k)}: has no 'traj' list"
@@ -59,10 +55,7 @@ def _where(doc: Any, k: int) -> str:
 
 
 def _items(src: Source) -> list[Mapping[str, Any]]:
-    reason = sniff(src)
-    if reason is not None:
-        raise src.error(None, f"not a tau-bench file: {reason}")
-    return list(src.doc) if isinstance(src.doc, list) else [src.doc]
+    return checked_items(src, sniff, "tau-bench")
 
 
 def _ident(t: Mapping[str, Any], k: int) -> str:
