@@ -101,6 +101,10 @@ class Turn:
         """The input followed by the turn's messages."""
         return (self.input, *self.messages)
 
+    def __reduce__(self) -> tuple:
+        # the read-only metadata view cannot be pickled; process pools need turns that can
+        return (Turn, (self.input, self.messages, self.outcome, self.error, self.usage, self.ids, dict(self.metadata)))
+
 
 @dataclass(frozen=True)
 class Conversation:
@@ -143,6 +147,11 @@ class Conversation:
 
     def __len__(self) -> int:
         return len(self.turns)
+
+    def __reduce__(self) -> tuple:
+        # see Turn.__reduce__
+        return (Conversation, (self.turns, self.id, self.source, dict(self.metadata), self.probes,
+                               self.compactions, self.system))
 
     def __iter__(self) -> Iterator[Turn]:
         return iter(self.turns)

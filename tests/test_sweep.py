@@ -79,6 +79,23 @@ class TestSweep:
                             counter=COUNTER, executor=client.get_executor(), progress=False)
         assert on_dask[on_dask.strategy != "lambda"].reset_index(drop=True).equals(pooled)
 
+    def test_a_plain_process_pool_works_with_module_level_factories(self):
+        from concurrent.futures import ProcessPoolExecutor
+
+        convs = [make_conversation(8, "a")]
+        inline = sweep(convs, STRATEGIES, GRID, counter=COUNTER, executor=None, progress=False)
+        with ProcessPoolExecutor(2) as pool:
+            pooled = sweep(convs, STRATEGIES, GRID, counter=COUNTER, executor=pool, progress=False)
+        assert pooled.equals(inline)
+
+    def test_conversations_pickle(self):
+        import pickle
+
+        conv = make_conversation(3).with_(metadata={"format": "x", "nested": {"a": [1, 2]}})
+        again = pickle.loads(pickle.dumps(conv))
+        assert again == conv and again.metadata["nested"] == {"a": [1, 2]}
+        assert again.turns[0].ids == conv.turns[0].ids
+
     def test_lambda_factories_on_the_default_pool(self):
         frame = sweep(make_conversation(5), {"w": lambda max_chars: windowed(max_chars)}, {"max_chars": [100, 300]},
                       counter=COUNTER, progress=False)
