@@ -23,5 +23,11 @@ test: $(STAMP)
 	$(PY) notebooks/strip_outputs.py --check
 	$(PY) -m mkdocs build --strict --quiet
 
+# Benchmarks (not part of `make test`): ratios measured side by side, written to
+# benchmarks/RESULTS.md. BENCH_ARGS=--quick for a fast pass.
+bench: $(STAMP)
+	$(PY) -c "import langchain_core, distributed" 2>/dev/null || $(PY) -m pip install --quiet -e '.[bench]'
+	$(PY) -m benchmarks.run $(BENCH_ARGS)
+
 clean:
 	rm -rf $(VENV) out build *.egg-info

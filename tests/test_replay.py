@@ -338,3 +338,41 @@ class TestEvents:
         assert seen and len(seen) == len(rp.events) == len(replay_events)
         assert rp.events_frame()["kind"].eq("ContextCompacted").all()
         assert rp.totals()["compactions"] == len(seen)
+
+
+class TestFromJournal:
+    """A Harpe journal replayed under FullContext: the requests Harpe's engine sent, with the
+    expected messages decoded here straight from the JSON lines."""
+
+    def _decode(self, fields):
+        from harpe_lab import Attachment
+
+        def atts(items):
+            return tuple(Attachment(a["name"], a["size"], a["mime"], a["path"]) for a in items)
+
+        if fields["role"] == "user":
+            return UserInput(fields["text"], atts(fields["attachments"]))
+        if fields["role"] == "assistant":
+            return AssistantMessage(fields["text"], tuple(ToolCall(c["id"], c["name"], c["input"]) for c in fields["calls"]))
+        return ToolResults(tuple(ToolResult(r["id"], r["content"], atts(r["attachments"]), r["success"])
+                                 for r in fields["results"]))
+
+    def test_golden_g5_journal(self):
+        import json
+        from pathlib import Path
+
+        from harpe_lab.conversation import Conversation
+
+        path = Path(__file__).parent / "data" / "journals" / "g5.jsonl"
+        lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+        messages = [self._decode(e["fields"]) for e in lines
+                    if e["event"] == "harpe.turn.message" and "app.session=alpha" in e["context"]]
+        u1, a1, r1, a2, u2, a3, u3 = messages
+        rp = replay(Conversation.from_journal(path), lambda: FullContext("sys"), counter=COUNTER)
+        # the unbracketed "nightly cleanup" turn is not part of the session; the unterminated
+        # second turn keeps its reply while it runs, and is rolled back to its input after
+        assert [list(rp.rendered(i).messages) for i in range(len(rp))] == [
+            [u1], [u1, a1, r1], [u1, a1, r1, a2, u2], [u1, a1, r1, a2, u2, u3],
+        ]
+        assert a3.calls[0].name == "bash"  # sent by the model, never answered: no request follows it
+        assert rp.requests["recorded_input_tokens"].tolist()[:3] == [2000, 2600, 3000]

@@ -1,0 +1,203 @@
+"""The replay floor: every built-in strategy against the time to tokenize the conversation.
+
+A replay has to price every message at least once, so its floor is counting each distinct
+message once with the same encoding. This benchmark replays a generated conversation of
+about a million tokens (`harpe_lab.datasets.synthesize`) under each preset of
+`harpe_lab.presets` and divides by that floor, both with a fresh `TiktokenCounter` each
+repetition, so the counter's caches are cold on both sides:
+
+* **floor** — ``counter.count_message(m)`` for every distinct message (goal: replay ≤ 1.3×);
+* **scaling** — the same strategy on N and 2N turns (goal: ≤ 2.2×, i.e. linear).
+
+The bare tiktoken time (``encode_ordinary`` over the distinct texts, no counter) is shown
+beside the floor for reference.
+
+The two summarising strategies are measured against the goal with a constant-time distiller
+(a fixed summary, as an on-disk-cached `LLMDistiller` returns on a re-run): the floor is
+about the replay machinery, and a distiller is a model stand-in plugged into it. Their
+cost with the offline `ExtractiveDistiller` is reported beside, without a goal.
+
+    .venv/bin/python -m benchmarks.replay [--tokens 1000000] [--reps 5] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any, Sequence
+
+if __package__ in (None, ""):  # run as a script: make `benchmarks` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.common import (  # noqa: E402
+    Goal,
+    Row,
+    conversation_of_tokens,
+    conversation_tokens,
+    format_table,
+    interleaved,
+    log,
+    request_count,
+)
+
+__all__ = ["run", "STRATEGIES", "LABELS", "main"]
+
+STRATEGIES = ("full", "windowed", "turn", "summarizing", "sliding", "summarize-window", "chain")
+LABELS = {
+    "full": "FullContext",
+    "windowed": "WindowedContext",
+    "turn": "TurnContext",
+    "summarizing": "SummarizingContext (cached distiller)",
+    "sliding": "orion SlidingWindow",
+    "summarize-window": "orion SummarizeWindow (cached distiller)",
+    "chain": "laser Chain(LastN(100), TokenBudget)",
+}
+EXTRACTIVE = ("summarizing", "summarize-window")
+"""Also measured with the offline ExtractiveDistiller, without a goal."""
+FIXED_SUMMARY = "The user and the agent worked through the task; decisions and facts so far: " + "x" * 900
+
+
+class _CachedDistiller:
+    """What an `LLMDistiller` does on a re-run from its disk cache: a stored summary and the
+    stored usage (so the engine need not count the request itself)."""
+
+    def __init__(self) -> None:
+        from harpe_lab.messages import Usage
+
+        self.last_usage = Usage(input_tokens=4_000, output_tokens=250)
+
+    def __call__(self, rendered: Any) -> str:
+        return FIXED_SUMMARY
+FLOOR_GOAL = Goal("<=", 1.3)
+SCALING_GOAL = Goal("<=", 2.2)
+
+
+def _texts(conversation: Any) -> list[str]:
+    """The distinct texts a counter encodes for the conversation's messages."""
+    from harpe_lab.messages import AssistantMessage, ToolResults, UserInput
+
+    seen: dict[str, None] = {}
+    for m in conversation.messages():
+        if isinstance(m, UserInput):
+            seen[m.text] = None
+        elif isinstance(m, AssistantMessage):
+            seen[m.text] = None
+            for call in m.calls:
+                seen[call.name] = None
+                seen[json.dumps(call.input, ensure_ascii=False)] = None
+        elif isinstance(m, ToolResults):
+            for r in m.results:
+                seen[r.content] = None
+    return list(seen)
+
+
+def run(
+    *,
+    tokens: int = 1_000_000,
+    reps: int = 5,
+    budget: int = 8_000,
+    strategies: Sequence[str] = STRATEGIES,
+    slow_seconds: float = 10.0,
+    slow_reps: int = 3,
+) -> list[Row]:
+    """Measure every strategy against the floor and N against 2N turns; return table rows.
+
+    A strategy whose first replay of the large conversation takes longer than
+    ``slow_seconds`` is repeated ``slow_reps`` times instead of ``reps`` (its row says so),
+    so one quadratic strategy cannot take the whole run's time.
+    """
+    from harpe_lab.datasets import synthesize
+    from harpe_lab.messages import Rendered
+    from harpe_lab.presets import make_strategy
+    from harpe_lab.replay import replay
+    from harpe_lab.tokens import TiktokenCounter
+
+    unknown = [s for s in strategies if s not in STRATEGIES]
+    if unknown:
+        raise ValueError(f"strategies must be among {list(STRATEGIES)}, but {unknown!r} was passed")
+    warm = TiktokenCounter()
+    encoding = warm.encoding  # loading the BPE file is paid once, outside every timing
+    big = conversation_of_tokens(tokens, counter=warm, seed=1)
+    small = synthesize(len(big.turns) // 2, seed=1)
+    big_tokens, small_tokens = conversation_tokens(big, warm), conversation_tokens(small, warm)
+    messages = big.messages()
+    texts = _texts(big)
+    log(f"replay floor: {len(big.turns)} turns, {len(messages)} messages, {big_tokens:,} tokens, "
+        f"{request_count(big)} requests; N = {len(small.turns)} turns ({small_tokens:,} tokens)")
+
+    def floor() -> Any:
+        counter = TiktokenCounter()
+        system = Rendered(big.system)
+
+        def go() -> int:
+            return counter.count_rendered(system) + sum(map(counter.count_message, messages))
+
+        return go
+
+    def bare() -> Any:
+        encode = encoding.encode_ordinary
+        return lambda: sum(len(encode(t)) for t in texts)
+
+    def replaying(conversation: Any, name: str, extractive: bool = False) -> Any:
+        def prepare() -> Any:
+            counter = TiktokenCounter()
+            distill = None if extractive else _CachedDistiller()  # None: the preset's ExtractiveDistiller
+            factory = make_strategy(name, budget=budget, counter=counter, system=conversation.system,
+                                    distill=distill)
+            return lambda: len(replay(conversation, factory, counter=counter, name=name))
+
+        return prepare
+
+    cases: dict[str, Any] = {"floor": floor, "tiktoken": bare}
+    for name in strategies:
+        cases[f"{name}/2N"] = replaying(big, name)
+        cases[f"{name}/N"] = replaying(small, name)
+    for name in (s for s in strategies if s in EXTRACTIVE):
+        cases[f"{name}+extractive/2N"] = replaying(big, name, extractive=True)
+    timings = interleaved(cases, reps, slow=(slow_seconds, slow_reps), progress="replay floor")
+
+    rows = []
+    floor_s, bare_s = timings.median("floor"), timings.median("tiktoken")
+    for name in strategies:
+        t2, t1 = timings.median(f"{name}/2N"), timings.median(f"{name}/N")
+        n = timings.reps(f"{name}/2N")
+        rows.append(Row(
+            "1 floor", f"{LABELS[name]} / tokenize once (~{big_tokens / 1e6:.1f}M tokens)", t2 / floor_s,
+            goal=FLOOR_GOAL, reps=n,
+            detail=f"{t2:.3f} s / {floor_s:.3f} s (bare tiktoken {bare_s:.3f} s)",
+        ))  # fmt: skip
+    for name in (s for s in strategies if s in EXTRACTIVE):
+        t2 = timings.median(f"{name}+extractive/2N")
+        rows.append(Row(
+            "1 floor", f"{LABELS[name].split(' (')[0]} (ExtractiveDistiller) / tokenize once", t2 / floor_s,
+            reps=timings.reps(f"{name}+extractive/2N"),
+            detail=f"{t2:.3f} s / {floor_s:.3f} s; the offline distiller's own work, no goal",
+        ))  # fmt: skip
+    for name in strategies:
+        t2, t1 = timings.median(f"{name}/2N"), timings.median(f"{name}/N")
+        rows.append(Row(
+            "1 scaling", f"{LABELS[name]}: 2N / N turns ({len(big.turns)} / {len(small.turns)})", t2 / t1,
+            goal=SCALING_GOAL, reps=min(timings.reps(f"{name}/2N"), timings.reps(f"{name}/N")),
+            detail=f"{t2:.3f} s / {t1:.3f} s; tokens ×{big_tokens / small_tokens:.2f}",
+        ))  # fmt: skip
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tokens", type=int, default=1_000_000, help="size of the 2N conversation")
+    parser.add_argument("--reps", type=int, default=5)
+    parser.add_argument("--budget", type=int, default=8_000, help="token budget of the presets")
+    parser.add_argument("--strategies", default=",".join(STRATEGIES), help="comma-separated preset names")
+    parser.add_argument("--quick", action="store_true", help="200k tokens, 3 reps")
+    args = parser.parse_args(argv)
+    tokens, reps = (200_000, 3) if args.quick else (args.tokens, args.reps)
+    rows = run(tokens=tokens, reps=reps, budget=args.budget, strategies=args.strategies.split(","))
+    print(format_table(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,242 @@
+"""Run every harpe_lab benchmark and write the results table.
+
+    .venv/bin/python -m benchmarks.run            # the whole run (`make bench`), ~6 minutes on 2 cores
+    .venv/bin/python -m benchmarks.run --quick    # a fast pass, ~2 minutes
+    .venv/bin/python -m benchmarks.run --sections floor,langchain
+
+Sections (``--sections``, comma-separated; all by default):
+
+==========  ==============================================================================
+floor       every built-in strategy replaying ~1M tokens / counting each message once;
+            N against 2N turns (`benchmarks.replay`)
+langchain   LangChain ``trim_messages`` at every request / harpe_lab's SlidingWindow
+            replay (`benchmarks.langchain_compare`)
+journal     ``Journal.stream`` over a large journal / bare orjson (and / ``json``), with
+            the journal benchmark's generator and subprocess timer (`benchmarks.journal`)
+scale       one sweep on 1 process / on 2 processes, and / on dask (`benchmarks.scale`)
+dashboard   the Explorer's redraw after a slider change at 1,000 requests, in ms
+            (`benchmarks/widgets.py`, run as a subprocess and its report read)
+==========  ==============================================================================
+
+The table goes to stdout and, with the date and the machine, to ``benchmarks/RESULTS.md``
+(``--out``). Progress goes to stderr. A section that fails is reported in the table and
+its traceback on stderr; the exit status is then 1. ``--tiny`` runs everything at toy sizes
+with one repetition — only to check that the benchmark code still runs (the smoke test
+does); its figures mean nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Callable
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.common import Goal, Row, format_table, log, machine, median, results_markdown  # noqa: E402
+
+__all__ = ["main", "SECTIONS", "Sizes", "journal_rows", "dashboard_rows", "parse_dashboard"]
+
+HERE = Path(__file__).resolve().parent
+RESULTS = HERE / "RESULTS.md"
+JOURNAL_GOAL = Goal("<=", 1.4)
+DASHBOARD_GOAL = Goal("<=", 100, "ms")
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """How big each section's workload is, and how many repetitions it gets."""
+
+    reps: int
+    floor_tokens: int
+    lc_requests: int
+    lc_turns: int
+    lc_long_turns: int
+    journal_mb: int
+    scale_conversations: int
+    scale_turns: int
+    dashboard_requests: int
+    dashboard_moves: int
+    burn: int
+    slow: tuple[float, int] | None = (10.0, 3)
+
+
+FULL = Sizes(reps=5, floor_tokens=1_000_000, lc_requests=600, lc_turns=2_000, lc_long_turns=300, journal_mb=300,
+             scale_conversations=3, scale_turns=300, dashboard_requests=1_000, dashboard_moves=40, burn=4_000_000)
+QUICK = Sizes(reps=3, floor_tokens=200_000, lc_requests=150, lc_turns=400, lc_long_turns=60, journal_mb=40,
+              scale_conversations=2, scale_turns=150, dashboard_requests=1_000, dashboard_moves=10, burn=1_000_000)
+TINY = Sizes(reps=1, floor_tokens=4_000, lc_requests=12, lc_turns=12, lc_long_turns=4, journal_mb=1,
+             scale_conversations=2, scale_turns=6, dashboard_requests=20, dashboard_moves=2, burn=10_000, slow=None)
+
+
+# --- sections written by other benchmarks -------------------------------------------------
+
+
+def journal_rows(size_mb: int, reps: int) -> list[Row]:
+    """``Journal.stream`` against bare ``orjson`` and ``json`` line parsing, with
+    `benchmarks.journal`'s generator and timer (each read in a fresh subprocess, wall time
+    measured inside it, imports excluded), interleaved rep by rep."""
+    from benchmarks import journal
+
+    modes = ("orjson", "records", "json")
+    seconds: dict[str, list[float]] = {m: [] for m in modes}
+    items: dict[str, set[int]] = {m: set() for m in modes}
+    with tempfile.TemporaryDirectory(prefix="harpe-bench-") as tmp:
+        path = Path(tmp) / "journal.jsonl"
+        started = time.perf_counter()
+        turns = journal.generate(path, size_mb)
+        size = path.stat().st_size
+        log(f"journal: generated {size / 1e6:.0f} MB ({turns} turns) in {time.perf_counter() - started:.1f} s")
+        for rep in range(reps):
+            for mode in modes:
+                elapsed, n, _rss = journal._run(path, mode)
+                seconds[mode].append(elapsed)
+                items[mode].add(n)
+            log(f"  journal: rep {rep + 1}/{reps}")
+    for mode, seen in items.items():
+        if len(seen) != 1:
+            raise AssertionError(f"journal: {mode} read a different number of items across runs: {sorted(seen)}")
+    med = {m: median(v) for m, v in seconds.items()}
+    detail = f"{med['records']:.2f} s / {{:.2f}} s; {size / 1e6:.0f} MB, {turns} turns, wall time in a subprocess"
+    return [
+        Row("3 journal", "Journal.stream / bare orjson line parsing", med["records"] / med["orjson"],
+            goal=JOURNAL_GOAL, reps=reps, detail=detail.format(med["orjson"])),
+        Row("3 journal", "Journal.stream / standard json line parsing", med["records"] / med["json"],
+            reps=reps, detail=detail.format(med["json"])),
+    ]  # fmt: skip
+
+
+def parse_dashboard(text: str) -> dict[str, float]:
+    """The medians (ms) in `benchmarks/widgets.py`'s report: lines such as
+    ``high water, new value    median   104.8 ms   p90 ...``."""
+    out = {}
+    for line in text.splitlines():
+        m = re.match(r"^(\S.*?)\s+median\s+([0-9.]+)\s*ms\b", line)
+        if m:
+            out[m.group(1).strip()] = float(m.group(2))
+    return out
+
+
+def dashboard_rows(requests: int, moves: int) -> list[Row]:
+    """Run `benchmarks/widgets.py` in a subprocess and turn its medians into rows."""
+    cmd = [sys.executable, str(HERE / "widgets.py"), "--requests", str(requests), "--moves", str(moves)]
+    log(f"dashboard: {' '.join(cmd[1:])}")
+    done = subprocess.run(cmd, capture_output=True, text=True, cwd=HERE.parent)
+    medians = parse_dashboard(done.stdout)
+    if done.returncode != 0 or not medians:
+        raise RuntimeError(
+            f"benchmarks/widgets.py exited with {done.returncode} and reported {len(medians)} timings:\n"
+            f"{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
+        )
+    built = re.search(r"(\d+) requests", done.stdout)
+    size = f"{built.group(1)} requests" if built else f"~{requests} requests"
+    return [
+        Row("5 dashboard", f"Explorer redraw: {label}", ms, unit="ms", goal=DASHBOARD_GOAL,
+            detail=f"median of {moves} moves, {size}, wall time")
+        for label, ms in medians.items()
+    ]  # fmt: skip
+
+
+# --- the runner ---------------------------------------------------------------------------
+
+
+def _floor(s: Sizes) -> list[Row]:
+    from benchmarks import replay
+
+    return replay.run(tokens=s.floor_tokens, reps=s.reps, slow_seconds=s.slow[0] if s.slow else float("inf"),
+                      slow_reps=s.slow[1] if s.slow else s.reps)  # fmt: skip
+
+
+def _langchain(s: Sizes) -> list[Row]:
+    try:
+        from benchmarks import langchain_compare
+    except ImportError as error:
+        raise RuntimeError(f"{error}; install the benchmark extra: .venv/bin/pip install -e '.[bench]'") from error
+    return langchain_compare.run(reps=s.reps, requests=s.lc_requests, turns=s.lc_turns, long_turns=s.lc_long_turns,
+                                 slow=s.slow)  # fmt: skip
+
+
+def _scale(s: Sizes, dask: bool) -> list[Row]:
+    from benchmarks import scale
+
+    return scale.run(reps=s.reps, count=s.scale_conversations, turns=s.scale_turns, dask=dask, burn_n=s.burn)
+
+
+SECTIONS: dict[str, str] = {
+    "floor": "1 floor",
+    "langchain": "2 LangChain",
+    "journal": "3 journal",
+    "scale": "4 scale-out",
+    "dashboard": "5 dashboard",
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.run", description=__doc__.split("\n\n")[0])
+    size = parser.add_mutually_exclusive_group()
+    size.add_argument("--quick", action="store_true", help="smaller workloads and 3 repetitions (~2 minutes)")
+    size.add_argument("--tiny", action="store_true", help="toy sizes, 1 repetition: checks the code runs, nothing else")
+    parser.add_argument("--sections", default=",".join(SECTIONS), help=f"comma-separated, from {', '.join(SECTIONS)}")
+    parser.add_argument("--reps", type=int, default=None, help="repetitions per measurement (default 5; --quick 3)")
+    parser.add_argument("--no-dask", action="store_true", help="skip the dask LocalCluster run")
+    parser.add_argument("--out", type=Path, default=RESULTS, help=f"where to write the table (default {RESULTS})")
+    args = parser.parse_args(argv)
+    wanted = [s.strip() for s in args.sections.split(",") if s.strip()]
+    unknown = [s for s in wanted if s not in SECTIONS]
+    if unknown or not wanted:
+        parser.error(f"--sections must be among {', '.join(SECTIONS)}, but {args.sections!r} was passed")
+    sizes = TINY if args.tiny else QUICK if args.quick else FULL
+    if args.reps is not None:
+        if args.reps < 1:
+            parser.error(f"--reps must be >= 1, got {args.reps}")
+        sizes = replace(sizes, reps=args.reps)
+
+    info = machine()
+    info["mode"] = "tiny (smoke test; figures meaningless)" if args.tiny else "quick" if args.quick else "full"
+    info["timing"] = ("CPU time of the benchmark process for sections 1–2 (side-by-side, single-process work); "
+                      "wall time for 3–5")  # fmt: skip
+    runners: dict[str, Callable[[], list[Row]]] = {
+        "floor": lambda: _floor(sizes),
+        "langchain": lambda: _langchain(sizes),
+        "journal": lambda: journal_rows(sizes.journal_mb, sizes.reps),
+        "scale": lambda: _scale(sizes, dask=not args.no_dask),
+        "dashboard": lambda: dashboard_rows(sizes.dashboard_requests, sizes.dashboard_moves),
+    }
+    rows: list[Row] = []
+    notes: list[str] = []
+    failed = False
+    started = time.perf_counter()
+    for name in wanted:
+        t0 = time.perf_counter()
+        log(f"== {SECTIONS[name]}")
+        try:
+            rows += runners[name]()
+        except Exception as error:  # reported in the table and on stderr, and the run fails
+            failed = True
+            traceback.print_exc()
+            rows.append(Row(SECTIONS[name], "section failed", float("nan"), goal=Goal(">=", 0),
+                            detail=f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"))
+        log(f"   {SECTIONS[name]} took {time.perf_counter() - t0:.0f} s")
+    total = time.perf_counter() - started
+    info["duration"] = f"{total / 60:.1f} min"
+    slow = sorted({r.what.split(":")[0].split(" / ")[0] for r in rows if r.reps and r.reps < sizes.reps})
+    if slow:
+        notes.append(f"Measured fewer than {sizes.reps} times because one run took over {sizes.slow[0]:g} s "
+                     f"(CPU): {', '.join(slow)}.")  # fmt: skip
+    table = format_table(rows)
+    print(table)
+    args.out.write_text(results_markdown(rows, info, notes), encoding="utf-8")
+    log(f"wrote {args.out} ({total / 60:.1f} min)")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

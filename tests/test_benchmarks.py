@@ -1,0 +1,103 @@
+"""The benchmark runner still runs: every section at toy sizes, through its command line.
+
+The figures of a ``--tiny`` run mean nothing; what is checked is that each section
+produces its rows (so the benchmark code cannot rot unnoticed), that the LangChain and
+harpe_lab sides agree message for message (the runner asserts it on every run), and that
+the results file is written with the machine and a verdict beside every goal.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _run(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess, str]:
+    out = tmp_path / "RESULTS.md"
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks.run", "--tiny", "--out", str(out), *args],
+        cwd=ROOT, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    return done, out.read_text(encoding="utf-8") if out.exists() else ""
+
+
+def _rows(table: str, section: str) -> list[list[str]]:
+    return [
+        [cell.strip() for cell in line.strip("|").split("|")]
+        for line in table.splitlines()
+        if line.startswith("| ") and line.split("|")[1].strip() == section
+    ]
+
+
+HAS_LANGCHAIN = importlib.util.find_spec("langchain_core") is not None
+HAS_DASK = importlib.util.find_spec("distributed") is not None
+needs_langchain = pytest.mark.skipif(not HAS_LANGCHAIN, reason="needs the bench extra (langchain-core)")
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess, str]:
+    """One ``--tiny`` run of every section the installed extras allow (a single
+    subprocess, shared by the tests)."""
+    sections = ["floor", "journal", "scale", "dashboard"] + (["langchain"] if HAS_LANGCHAIN else [])
+    return _run(tmp_path_factory.mktemp("bench"), "--sections", ",".join(sections),
+                *([] if HAS_DASK else ["--no-dask"]))  # fmt: skip
+
+
+class TestTinyRun:
+    def test_it_succeeds_and_prints_the_table(self, run):
+        done, _ = run
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert "| Section" in done.stdout
+
+    @pytest.mark.parametrize(
+        "section, rows",
+        [("1 floor", 7), ("1 scaling", 7), ("3 journal", 2), ("4 scale-out", 4 if HAS_DASK else 3),
+         pytest.param("2 LangChain", 4, marks=needs_langchain)],
+    )  # fmt: skip
+    def test_each_section_reports_its_rows(self, run, section, rows):
+        _, results = run
+        assert len(_rows(results, section)) == rows
+
+    def test_the_dashboard_reports_milliseconds_with_a_verdict(self, run):
+        _, results = run
+        rows = _rows(results, "5 dashboard")
+        assert rows, "no dashboard timings were read from benchmarks/widgets.py"
+        for row in rows:
+            assert row[2].endswith(" ms") and row[3] == "≤ 100 ms" and row[4] in ("PASS", "MISS")
+
+    def test_every_goal_has_a_verdict_and_every_value_is_a_number(self, run):
+        _, results = run
+        table = [line for line in results.splitlines() if line.startswith("| ") and "Section" not in line]
+        assert table
+        for line in table:
+            cells = [c.strip() for c in line.strip("|").split("|")]
+            value, goal, verdict = cells[2], cells[3], cells[4]
+            assert value != "n/a", line
+            assert (goal == "—") == (verdict == ""), line
+
+    @needs_langchain
+    def test_the_langchain_rows_say_both_sides_kept_the_same_messages(self, run):
+        _, results = run
+        rows = _rows(results, "2 LangChain")
+        assert rows
+        for row in rows:
+            assert "same messages kept at every request" in row[5]
+
+    def test_the_results_name_the_machine(self, run):
+        _, results = run
+        for key in ("**date**", "**cpu**", "**cores**", "**python**"):
+            assert key in results
+
+
+class TestArguments:
+    def test_an_unknown_section_is_refused_with_the_choices(self, tmp_path):
+        done, results = _run(tmp_path, "--sections", "floor,nope")
+        assert done.returncode == 2
+        assert "--sections must be among floor, langchain, journal, scale, dashboard" in done.stderr
+        assert results == ""
