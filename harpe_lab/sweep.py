@@ -12,11 +12,13 @@ Each factory receives the grid parameters its signature names (all of them if it
 ``**kwargs``) and returns a fresh context. One row per (conversation, strategy,
 parameters) with the replay's totals (`harpe_lab.replay.Replay.totals`).
 
-By default a process pool runs the replays when more than one core is available; it is
-started with ``fork`` so factories may be lambdas defined in a notebook. Any
-``concurrent.futures.Executor`` works too — a ``dask.distributed`` client's
+By default a pool of ``workers`` processes (one per core) runs the replays; it is started
+with ``fork`` so factories may be lambdas defined in a notebook, and the counter is warmed
+on every message first, so the workers inherit its caches and no message is tokenized
+twice. Any ``concurrent.futures.Executor`` works too — a ``dask.distributed`` client's
 ``get_executor()`` unchanged (its pickler handles lambdas; a plain process pool needs
-picklable, module-level factories).
+picklable, module-level factories). There each worker process keeps one warm copy of the
+counter across its tasks.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from .replay import replay
 __all__ = ["sweep", "grid_points"]
 
 _JOBS: tuple | None = None  # what forked workers read instead of unpickling factories
+_WARM: dict[Any, Any] = {}  # in an executor's worker: the first copy of each counter it was sent
 
 
 def grid_points(grid: Mapping[str, Sequence[Any]] | Sequence[Mapping[str, Any]] | None) -> list[dict[str, Any]]:
@@ -67,6 +70,11 @@ def _accepted(factory: Callable[..., Any], params: Mapping[str, Any]) -> dict[st
 
 def _run(conversation: Conversation, name: str, factory: Callable[..., Any], params: dict[str, Any],
          counter: Any, tools: tuple, pricing: Any) -> dict[str, Any]:
+    # counters pickle without their caches: reuse this process's warm copy of an equal one
+    try:
+        counter = _WARM.setdefault(counter, counter)
+    except TypeError:  # an unhashable counter of the user's: use it as sent
+        pass
     kwargs = _accepted(factory, params)
     result = replay(conversation, lambda: factory(**kwargs), counter=counter, tools=tools, pricing=pricing, name=name)
     return {"conversation": conversation.id, "strategy": name, **params, **result.totals()}
@@ -86,12 +94,16 @@ def sweep(
     *,
     counter: Any,
     executor: Executor | None = None,
+    workers: int | None = None,
     tools: Sequence[Mapping[str, Any]] = (),
     pricing: Any = None,
     progress: bool = True,
 ) -> Any:
     """Replay every conversation under every strategy at every grid point; return one row
-    per replay: ``conversation, strategy``, the grid parameters, then the totals."""
+    per replay: ``conversation, strategy``, the grid parameters, then the totals.
+
+    ``workers`` sizes the default process pool (default: the number of cores; 1 runs the
+    replays in this process); it cannot be combined with ``executor``."""
     import pandas as pd
     from tqdm.auto import tqdm
 
@@ -104,16 +116,23 @@ def sweep(
     for name, factory in strategies.items():
         if not callable(factory):
             raise StrategyError(f"strategies[{name!r}] must be a callable returning a context, got {factory!r}")
+    if workers is not None and (not isinstance(workers, int) or workers < 1):
+        raise StrategyError(f"workers must be an int >= 1, got {workers!r}")
+    if workers is not None and executor is not None:
+        raise StrategyError("pass workers= or executor=, not both: an executor sizes its own pool")
     points = grid_points(grid)
     tasks = [(ci, name, p) for ci in range(len(convs)) for name in strategies for p in points]
     tools = tuple(tools)
     bar = tqdm(total=len(tasks), desc="sweep", unit="replay", disable=not progress)
     rows: list[dict[str, Any] | None] = [None] * len(tasks)
     try:
-        if executor is None and (os.cpu_count() or 1) > 1 and len(tasks) > 1 and "fork" in multiprocessing.get_all_start_methods():
+        n = min(workers or os.cpu_count() or 1, len(tasks))
+        if executor is None and n > 1 and "fork" in multiprocessing.get_all_start_methods():
+            for c in convs:  # tokenize once here; the forked workers inherit the caches
+                for m in c.messages():
+                    counter.count_message(m)
             _JOBS = (convs, dict(strategies), tasks, counter, tools, pricing)
-            workers = min(os.cpu_count() or 1, len(tasks))
-            with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+            with ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("fork")) as pool:
                 futures = {pool.submit(_run_forked, k): k for k in range(len(tasks))}
                 for future in _as_completed(futures):
                     rows[futures[future]] = future.result()

@@ -57,7 +57,7 @@ class TestTinyRun:
 
     @pytest.mark.parametrize(
         "section, rows",
-        [("1 floor", 7), ("1 scaling", 7), ("3 journal", 2), ("4 scale-out", 4 if HAS_DASK else 3),
+        [("1 floor", 9), ("1 scaling", 7), ("3 journal", 2), ("4 scale-out", 4 if HAS_DASK else 3),
          pytest.param("2 LangChain", 4, marks=needs_langchain)],
     )  # fmt: skip
     def test_each_section_reports_its_rows(self, run, section, rows):

@@ -101,6 +101,14 @@ class TestSweep:
                       counter=COUNTER, progress=False)
         assert frame["max_chars"].tolist() == [100, 300]
 
+    def test_workers_size_the_default_pool(self):
+        convs = [make_conversation(10, "a"), make_conversation(6, "b")]
+        one = sweep(convs, STRATEGIES, GRID, counter=COUNTER, workers=1, progress=False)
+        two = sweep(convs, STRATEGIES, GRID, counter=COUNTER, workers=2, progress=False)
+        assert one.equals(two)
+        with pytest.raises(StrategyError, match="workers must be an int >= 1, got 0"):
+            sweep(convs, STRATEGIES, GRID, counter=COUNTER, workers=0)
+
     def test_errors(self):
         with pytest.raises(StrategyError, match="at least one strategy"):
             sweep(make_conversation(2), {}, None, counter=COUNTER)
