@@ -21,6 +21,7 @@ th, td { border: 1px solid #ddd; padding: 0.25rem 0.5rem; text-align: right; }
 th { background: #f4f4f4; } td:first-child, th:first-child { text-align: left; }
 img { max-width: 100%; border: 1px solid #eee; margin: 0.5rem 0; }
 .note { color: #555; font-size: 0.9rem; }
+.scroll { overflow-x: auto; }
 """
 
 
@@ -53,7 +54,8 @@ def write_report(folder: str | Path, title: str, sections: Sequence[ReportSectio
             parts.append(f"<p class='note'>{html.escape(s.description)}</p>")
         for caption, frame in s.tables:
             parts.append(f"<h3>{html.escape(caption)}</h3>")
-            parts.append(frame.to_html(escape=True, index=False, float_format=lambda x: f"{x:,.4g}", border=0))
+            table = frame.to_html(escape=True, index=False, float_format=lambda x: f"{x:,.4g}", border=0)
+            parts.append(f"<div class='scroll'>{table}</div>")
         for caption, name in s.images:
             parts.append(
                 f"<figure><img src='{html.escape(name, quote=True)}' alt='{html.escape(caption, quote=True)}'>"
