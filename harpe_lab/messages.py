@@ -30,6 +30,7 @@ __all__ = [
     "to_openai",
     "from_openai",
     "strip_harpe_keys",
+    "parse_arguments",
 ]
 
 
@@ -223,14 +224,15 @@ def _content_text(content: Any) -> str:
     return str(content)
 
 
-def _arguments(raw: Any) -> Any:
+def parse_arguments(raw: Any) -> Any:
+    """A tool call's arguments as an object: JSON strings are parsed; text that is not JSON
+    is kept under ``"_raw"`` rather than lost (models do emit such arguments)."""
     if raw is None or raw == "":
         return {}
     if isinstance(raw, str):
         try:
             return json.loads(raw)
         except json.JSONDecodeError:
-            # A model can emit arguments that are not JSON; keep them rather than lose them.
             return {"_raw": raw}
     return raw
 
@@ -285,13 +287,13 @@ def from_openai(messages: Iterable[Mapping[str, Any]]) -> Rendered:
                 ToolCall(
                     str(c.get("id", "") or ""),
                     str(c.get("function", {}).get("name", "")),
-                    _arguments(c.get("function", {}).get("arguments")),
+                    parse_arguments(c.get("function", {}).get("arguments")),
                 )
                 for c in (m.get("tool_calls") or ())
             ]
             fc = m.get("function_call")
             if fc:
-                calls.append(ToolCall("", str(fc.get("name", "")), _arguments(fc.get("arguments"))))
+                calls.append(ToolCall("", str(fc.get("name", "")), parse_arguments(fc.get("arguments"))))
             out.append(
                 AssistantMessage(_content_text(m.get("content")), tuple(calls), pinned=bool(extra.get("pinned", False)))
             )

@@ -16,7 +16,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from ..conversation import Conversation, Probe, RecordedCompaction, Turn
 from ..errors import ImportFormatError
-from ..messages import AssistantMessage, Attachment, Message, ToolResult, ToolResults, Usage, UserInput
+from ..messages import AssistantMessage, Attachment, Message, ToolResult, ToolResults, Usage, UserInput, parse_arguments
 
 __all__ = [
     "freeze",
@@ -227,19 +227,6 @@ def _image_attachment(part: Mapping[str, Any], k: int, default_mime: str = "imag
         url = ""
     ext = mime.rsplit("/", 1)[-1]
     return Attachment(name=f"{part.get('type', 'file')}-{k}.{ext}", size=size, mime=mime, path=url)
-
-
-def parse_arguments(raw: Any) -> Any:
-    """A tool call's arguments as an object: JSON strings are parsed; text that is not JSON
-    is kept under ``"_raw"`` rather than lost (models do emit such arguments)."""
-    if raw is None or raw == "":
-        return {}
-    if isinstance(raw, str):
-        try:
-            return json.loads(raw)
-        except json.JSONDecodeError:
-            return {"_raw": raw}
-    return raw
 
 
 @dataclass
