@@ -4,6 +4,7 @@ that module is imported only when its subcommand runs."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from importlib import import_module
 from typing import Sequence
@@ -47,7 +48,12 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     module, func = args._target
-    return int(getattr(import_module(module), func)(args) or 0)
+    try:
+        return int(getattr(import_module(module), func)(args) or 0)
+    except BrokenPipeError:
+        # the reader went away (`| head`): stop quietly, as Unix tools do
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
 
 
 if __name__ == "__main__":
