@@ -1035,43 +1035,48 @@ class CachedModel:
 
     def complete(self, messages: Sequence[Mapping[str, Any]], *, purpose: str = "") -> Completion:
         """Send OpenAI-format ``messages`` (or answer from the cache). Raises `ModelError`."""
-        key = self.key(messages)
-        started = time.perf_counter()
-        doc = self._load(key)
-        if doc is not None:
-            completion = self._from_cache(key, doc)
-            self._log(key, started, purpose, completion)
-            return completion
+        key, started = self.key(messages), time.perf_counter()
+        hit = self._hit(key, started, purpose)
+        if hit is not None:
+            return hit
         from ._litellm import litellm
 
         try:
-            try:
-                response = litellm().completion(**self._arguments(messages))
-            except Exception as e:  # every provider failure becomes one clear ModelError
-                raise ModelError(_explain(e, self.model, self.timeout)) from e
-            completion = self._finish(key, messages, response)
-        except ModelError as e:
-            self._log(key, started, purpose, error=str(e))
-            raise
-        self._log(key, started, purpose, completion)
-        return completion
+            response = litellm().completion(**self._arguments(messages))
+        except Exception as e:  # every provider failure becomes one clear ModelError
+            raise self._failed(key, started, purpose, e) from e
+        return self._done(key, messages, started, purpose, response)
 
     async def acomplete(self, messages: Sequence[Mapping[str, Any]], *, purpose: str = "") -> Completion:
         """`complete`, through ``litellm.acompletion``."""
-        key = self.key(messages)
-        started = time.perf_counter()
-        doc = self._load(key)
-        if doc is not None:
-            completion = self._from_cache(key, doc)
-            self._log(key, started, purpose, completion)
-            return completion
+        key, started = self.key(messages), time.perf_counter()
+        hit = self._hit(key, started, purpose)
+        if hit is not None:
+            return hit
         from ._litellm import litellm
 
         try:
-            try:
-                response = await litellm().acompletion(**self._arguments(messages))
-            except Exception as e:  # every provider failure becomes one clear ModelError
-                raise ModelError(_explain(e, self.model, self.timeout)) from e
+            response = await litellm().acompletion(**self._arguments(messages))
+        except Exception as e:  # every provider failure becomes one clear ModelError
+            raise self._failed(key, started, purpose, e) from e
+        return self._done(key, messages, started, purpose, response)
+
+    def _hit(self, key: str, started: float, purpose: str) -> Completion | None:
+        doc = self._load(key)
+        if doc is None:
+            return None
+        completion = self._from_cache(key, doc)
+        self._log(key, started, purpose, completion)
+        return completion
+
+    def _failed(self, key: str, started: float, purpose: str, e: Exception) -> ModelError:
+        error = ModelError(_explain(e, self.model, self.timeout))
+        self._log(key, started, purpose, error=str(error))
+        return error
+
+    def _done(self, key: str, messages: Sequence[Mapping[str, Any]], started: float, purpose: str,
+              response: Any) -> Completion:
+        try:
             completion = self._finish(key, messages, response)
         except ModelError as e:
             self._log(key, started, purpose, error=str(e))

@@ -22,6 +22,9 @@ __all__ = [
     "freeze",
     "Source",
     "read_source",
+    "document_items",
+    "checked_items",
+    "item_where",
     "format_error",
     "TurnBuilder",
     "pair_results",
@@ -144,6 +147,11 @@ def document_items(src: "Source") -> list[Any] | str:
     if not isinstance(doc, list):
         return f"the file holds a JSON {type(doc).__name__}, not a list or object"
     return list(doc) or "the top-level list is empty"
+
+
+def item_where(doc: Any, k: int) -> str:
+    """How an error names record ``k`` of a document from `document_items`."""
+    return "the top-level object" if isinstance(doc, Mapping) else f"record {k}"
 
 
 def checked_items(src: "Source", sniff: Callable[["Source"], str | None], name: str) -> list[Any]:

@@ -27,7 +27,7 @@ from typing import Any, Mapping
 
 from ..conversation import Conversation, Probe
 from ..messages import AssistantMessage, UserInput
-from ._common import Source, TurnBuilder, checked_items, conversation, document_items, read_source, select
+from ._common import Source, TurnBuilder, checked_items, conversation, document_items, item_where, read_source, select
 
 __all__ = ["load_locomo", "load_locomo_all", "LOCOMO_CATEGORIES"]
 
@@ -59,17 +59,13 @@ def sniff(src: Source) -> str | None:
         return items
     for k, s in enumerate(items):
         if not isinstance(s, Mapping) or not isinstance(s.get("conversation"), Mapping):
-            return f"{_where(doc, k)}: has no 'conversation' object"
+            return f"{item_where(doc, k)}: has no 'conversation' object"
         if not isinstance(s.get("qa", []), list):
-            return f"{_where(doc, k)}: 'qa' is not a list"
+            return f"{item_where(doc, k)}: 'qa' is not a list"
         conv = s["conversation"]
         if "speaker_a" not in conv or not any(_SESSION.fullmatch(key) for key in conv):
-            return f"{_where(doc, k)}: 'conversation' has no speaker_a and session_N keys"
+            return f"{item_where(doc, k)}: 'conversation' has no speaker_a and session_N keys"
     return None
-
-
-def _where(doc: Any, k: int) -> str:
-    return "the top-level object" if isinstance(doc, Mapping) else f"record {k}"
 
 
 def _samples(src: Source) -> list[Mapping[str, Any]]:

@@ -18,7 +18,7 @@ from typing import Any, Mapping
 
 from ..conversation import Conversation, Probe
 from ..messages import AssistantMessage, UserInput
-from ._common import Source, TurnBuilder, checked_items, conversation, document_items, read_source, select
+from ._common import Source, TurnBuilder, checked_items, conversation, document_items, item_where, read_source, select
 
 __all__ = ["load_longmemeval", "load_longmemeval_all"]
 
@@ -47,14 +47,10 @@ def sniff(src: Source) -> str | None:
         return items
     for k, q in enumerate(items):
         if not isinstance(q, Mapping) or not isinstance(q.get("haystack_sessions"), list):
-            return f"{_where(doc, k)}: has no 'haystack_sessions' list"
+            return f"{item_where(doc, k)}: has no 'haystack_sessions' list"
         if "question" not in q:
-            return f"{_where(doc, k)}: has no 'question'"
+            return f"{item_where(doc, k)}: has no 'question'"
     return None
-
-
-def _where(doc: Any, k: int) -> str:
-    return "the top-level object" if isinstance(doc, Mapping) else f"record {k}"
 
 
 def _items(src: Source) -> list[Mapping[str, Any]]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from ..conversation import Conversation
-from ._common import Source, checked_items, conversation, document_items, read_source, select
+from ._common import Source, checked_items, conversation, document_items, item_where, read_source, select
 from .openai import _check_messages, _turns
 
 __all__ = ["load_tau_bench", "load_tau_bench_all"]
@@ -43,15 +43,11 @@ def sniff(src: Source) -> str | None:
         return items
     for k, t in enumerate(items):
         if not isinstance(t, Mapping) or "traj" not in t:
-            return f"{_where(doc, k)}: has no 'traj' list"
+            return f"{item_where(doc, k)}: has no 'traj' list"
         bad = _check_messages(t["traj"], f"record {k} 'traj'")
         if bad:
             return bad
     return None
-
-
-def _where(doc: Any, k: int) -> str:
-    return "the top-level object" if isinstance(doc, Mapping) else f"record {k}"
 
 
 def _items(src: Source) -> list[Mapping[str, Any]]:
