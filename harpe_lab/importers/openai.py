@@ -58,10 +58,6 @@ def from_openai_messages(
     return conversation(turns, id=id, source=source, format=format, metadata=metadata, system=system)
 
 
-def _is_message_list(value: Any) -> bool:
-    return isinstance(value, list) and bool(value) and all(isinstance(m, Mapping) and "role" in m for m in value)
-
-
 def sniff(src: Source) -> str | None:
     """``None`` when the file is in this format, else why not (naming the first bad record)."""
     doc = src.doc
