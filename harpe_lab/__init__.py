@@ -60,7 +60,7 @@ _LAZY: dict[str, str] = {
     "RecordedCompaction": ".conversation",
     "Replay": ".replay",
     "ReplayEvent": ".replay",
-    "Pricing": ".replay",
+    "Pricing": ".pricing",
     "Calibration": ".calibrate",
     "make_strategy": ".presets",
     "STRATEGIES": ".presets",

@@ -25,7 +25,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--strategy", default="full", help="strategy name (see --list)")
     p.add_argument("--budget", type=int, default=None, help="the strategy's budget (tokens or chars, per strategy)")
     p.add_argument("--counter", default="cl100k_base", help="cl100k_base, o200k_base, bytes or approx")
-    p.set_defaults(_target=("harpe_lab.replay", "cli_replay"))
+    p.set_defaults(_target=("harpe_lab.cli_replay", "cli_replay"))
 
     journal = sub.add_parser("journal", help="inspect or check a Harpe journal").add_subparsers(
         dest="subcommand", required=True

@@ -608,7 +608,7 @@ def compare(
     """
     import pandas as pd
 
-    from .replay import Pricing
+    from .pricing import Pricing
 
     replays = list(replays)
     price = Pricing.for_model(pricing) if isinstance(pricing, str) else pricing

@@ -60,9 +60,10 @@ from .context import ContextCompacted
 from .conversation import Conversation
 from .errors import StrategyError
 from .messages import AssistantMessage, Message, Rendered, ToolResults, Usage
+from .pricing import Pricing
 from .tokens import REPLY_PRIMING, _Counter
 
-__all__ = ["replay", "Replay", "ReplayEvent", "Pricing", "REQUEST_COLUMNS", "cli_replay"]
+__all__ = ["replay", "Replay", "ReplayEvent", "Pricing", "REQUEST_COLUMNS"]
 
 REQUEST_COLUMNS = (
     "conversation", "strategy", "turn", "step", "request", "outcome",
@@ -86,35 +87,6 @@ class ReplayEvent:
     turn: int
     kind: str
     event: Any
-
-
-@dataclass(frozen=True)
-class Pricing:
-    """USD per token for one model, from litellm's bundled price table."""
-
-    model: str
-    input: float
-    output: float
-    cache_read: float
-
-    @classmethod
-    def for_model(cls, model: str) -> "Pricing":
-        """Look ``model`` up in litellm's offline price table (``openai/gpt-4o`` or ``gpt-4o``)."""
-        from ._litellm import litellm
-
-        table = litellm().model_cost
-        for key in (model, model.split("/", 1)[-1]):
-            entry = table.get(key)
-            if entry and entry.get("input_cost_per_token") is not None:
-                inp = float(entry["input_cost_per_token"])
-                out = float(entry.get("output_cost_per_token") or 0.0)
-                cache = entry.get("cache_read_input_token_cost")
-                return cls(model, inp, out, inp if cache is None else float(cache))
-        close = sorted(k for k in table if model.split("/")[-1][:6] in k)[:8]
-        raise StrategyError(
-            f"no price for model {model!r} in litellm's price table; "
-            f"similar names: {', '.join(close) or 'none'}. Pass pricing=Pricing(model, input=..., output=..., cache_read=...)"
-        )
 
 
 class _DistillMeter:
@@ -646,28 +618,3 @@ def replay(
             ctx.abort_turn()
             available -= len(turn.messages)
     return Replay(conversation, strategy, rows, events, requests, summarized, summaries, high_water)
-
-
-def cli_replay(args: Any) -> int:
-    """``harpe-lab replay PATH --strategy NAME --budget N``: print the request table."""
-    from .importers import load_any
-    from .presets import make_strategy, STRATEGIES
-    from .tokens import ApproxCounter, BytesCounter, TiktokenCounter
-
-    counters = {"bytes": BytesCounter, "approx": ApproxCounter}
-    counter = counters[args.counter]() if args.counter in counters else TiktokenCounter(args.counter)
-    if args.strategy not in STRATEGIES:
-        print(f"unknown strategy {args.strategy!r}; choose one of: {', '.join(STRATEGIES)}")
-        return 2
-    conversation = load_any(args.path)
-    factory = make_strategy(args.strategy, budget=args.budget, counter=counter, system=conversation.system)
-    result = replay(conversation, factory, counter=counter, name=args.strategy)
-    import pandas as pd
-
-    with pd.option_context("display.max_rows", 200, "display.width", 160):
-        print(result.requests[["turn", "step", "input_tokens", "messages_sent", "messages_dropped",
-                               "compacted", "overshoot_tokens", "distill_calls"]].to_string(index=False))
-    print()
-    for k, v in result.totals().items():
-        print(f"{k:>24}: {v}")
-    return 0
