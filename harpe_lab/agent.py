@@ -34,7 +34,6 @@ import json
 import mimetypes
 import os
 import re
-import sys
 import threading
 import time
 import types
@@ -44,7 +43,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Literal, Mapping, Protocol, Sequence, Union, runtime_checkable
 
 from .context import ContextCompacted, FullContext
-from .errors import AgentError, HarpeLabError
+from .errors import AgentError
 from .journal import Journal, JsonlLogger, TurnData, TurnLog
 from .messages import (
     AssistantMessage,
@@ -67,7 +66,6 @@ __all__ = [
     "ask",
     "chat",
     "ChatSession",
-    "cli_chat",
     "answer_text",
     "current_logger",
     "Interact",
@@ -997,25 +995,3 @@ def chat(
             session.close()
             raise
     return session
-
-
-def cli_chat(args: Any) -> int:
-    """``harpe-lab chat PATH --model NAME [--system TEXT]``: read lines from stdin until EOF,
-    print each answer, and write the journal (resumed when it exists). Credentials come
-    from the provider's usual environment variables (e.g. ``OPENAI_API_KEY``)."""
-    brain = Brain(args.model)
-    system = args.system
-
-    def factory(history: list) -> FullContext:
-        return FullContext(system, history)
-
-    try:
-        session = chat(args.path, brain=brain, context=factory, input=sys.stdin,
-                       output=lambda text: print(text, flush=True))
-    except HarpeLabError as err:
-        print(f"harpe-lab chat: {err}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:  # Ctrl-C while waiting for a line: leave quietly
-        return 130
-    session.close()
-    return 0

@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-__all__ = ["run_demo", "cli_demo", "DEMO_STRATEGIES", "DEMO_FRACTIONS"]
+__all__ = ["run_demo", "DEMO_STRATEGIES", "DEMO_FRACTIONS"]
 
 DEMO_STRATEGIES = ("full", "windowed", "summarizing", "sliding", "summarize-window", "chain")
 DEMO_FRACTIONS = (0.25, 0.5, 0.75)
@@ -104,8 +104,3 @@ def run_demo(out: str | Path = "out/report", *, fractions: tuple[float, ...] = D
     )
     echo(f"\nreport written to {index}")
     return index
-
-
-def cli_demo(args: Any) -> int:
-    run_demo(args.out)
-    return 0

@@ -26,10 +26,10 @@ from harpe_lab.agent import (
     answer_text,
     ask,
     chat,
-    cli_chat,
     current_logger,
     retry_delay,
 )
+from harpe_lab.cli.chat import cli_chat
 from harpe_lab.context import SUMMARY_HEADER, FullContext, SummarizingContext, WindowedContext
 from harpe_lab.importers.harpe import load_harpe
 from harpe_lab.journal import Journal, JsonlLogger

@@ -609,7 +609,7 @@ class TestCli:
         assert "2 problem(s)" in out
 
     def test_missing_file(self, tmp_path, capsys):
-        assert main(["journal", "check", str(tmp_path / "none.jsonl")]) == 2
+        assert main(["journal", "check", str(tmp_path / "none.jsonl")]) == 1
         assert "To start a new session instead" in capsys.readouterr().err
 
 

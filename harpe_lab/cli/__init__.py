@@ -9,6 +9,8 @@ import sys
 from importlib import import_module
 from typing import Sequence
 
+from ..errors import HarpeLabError
+
 __all__ = ["main"]
 
 
@@ -18,7 +20,7 @@ def _parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("demo", help="replay the bundled datasets and write out/report/")
     p.add_argument("--out", default="out/report", help="report folder (default: out/report)")
-    p.set_defaults(_target=("harpe_lab.demo", "cli_demo"))
+    p.set_defaults(_target=("harpe_lab.cli.demo", "cli_demo"))
 
     p = sub.add_parser("replay", help="replay a transcript under one strategy and print the request table")
     p.add_argument("path", help="a Harpe journal or any transcript load_any() reads")
@@ -32,16 +34,16 @@ def _parser() -> argparse.ArgumentParser:
     )
     p = journal.add_parser("inspect", help="print the turns with outcomes, message counts and usage totals")
     p.add_argument("path")
-    p.set_defaults(_target=("harpe_lab.journal", "cli_inspect"))
+    p.set_defaults(_target=("harpe_lab.cli.journal", "cli_inspect"))
     p = journal.add_parser("check", help="list a journal's problems; exit 1 when there are any")
     p.add_argument("path")
-    p.set_defaults(_target=("harpe_lab.journal", "cli_check"))
+    p.set_defaults(_target=("harpe_lab.cli.journal", "cli_check"))
 
     p = sub.add_parser("chat", help="chat with a model through litellm, writing a Harpe journal")
     p.add_argument("path", help="the journal to write (resumed when it exists)")
     p.add_argument("--model", required=True, help="a provider-prefixed litellm model name, e.g. openai/gpt-4o-mini")
     p.add_argument("--system", default="You are a helpful assistant.", help="the base system prompt")
-    p.set_defaults(_target=("harpe_lab.agent", "cli_chat"))
+    p.set_defaults(_target=("harpe_lab.cli.chat", "cli_chat"))
     return parser
 
 
@@ -54,6 +56,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         # the reader went away (`| head`): stop quietly, as Unix tools do
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
+    except (HarpeLabError, OSError) as err:
+        print(f"harpe-lab {args.command}: {err}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":
