@@ -1,45 +1,126 @@
-"""The ``harpe-lab`` command line. Each subcommand's work lives in the module it belongs to;
-that module is imported only when its subcommand runs."""
+"""The ``harpe-lab`` command line.
+
+One parser, one error handler. Each subcommand's handler lives in a module of this package
+(``replay``, ``journal``, ``chat``, ``demo``) and is imported only when its subcommand runs,
+so ``harpe-lab --help`` stays fast.
+
+Exit codes::
+
+    0    done
+    1    bad input: a missing, empty, binary or unreadable file, a transcript in no known
+         format, a strategy that cannot keep its budget, a failed model call — every
+         `harpe_lab.errors.HarpeLabError` and `OSError`
+    2    usage: an unknown option or choice, a value out of range
+    130  interrupted (Ctrl-C)
+    141  the reader of our output went away (``| head``)
+
+Every error is ONE line on stderr, ``harpe-lab <command>: <what> — <how to fix>``; add
+``--traceback`` to see the full Python traceback instead.
+"""
 
 from __future__ import annotations
 
 import argparse
 import os
 import sys
+import traceback
 from importlib import import_module
-from typing import Sequence
+from typing import NoReturn, Sequence
 
 from ..errors import HarpeLabError
 
-__all__ = ["main"]
+__all__ = ["main", "UsageError", "COUNTERS", "FORMATS"]
+
+COUNTERS = ("cl100k_base", "o200k_base", "bytes", "approx")
+"""The token counters ``--counter`` offers (tiktoken encodings, loaded offline, and estimates)."""
+
+FORMATS = ("table", "json", "csv")
+"""The output formats ``replay --format`` offers."""
+
+
+class UsageError(HarpeLabError):
+    """The command line itself is wrong (an unknown name, a value out of range): exit 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line naming the command and pointing to --help."""
+
+    def error(self, message: str) -> NoReturn:
+        message = " ".join(message.split())
+        self.exit(2, f"{self.prog}: {message} (see `{self.prog} --help`)\n")
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number > 0 (``8000``, ``8_000``, ``8000.0``; not ``-5``)."""
+    try:
+        value = float(text.replace("_", "").replace(",", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number of tokens, like 8000, but {text!r} was passed")
+    if value != value or value in (float("inf"), float("-inf")) or value != int(value):
+        raise argparse.ArgumentTypeError(f"must be a whole number of tokens, like 8000, but {text!r} was passed")
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number of tokens, like 8000, but {text!r} was passed")
+    return int(value)
+
+
+def _choice(name: str, choices: Sequence[str]):  # noqa: ANN202 - an argparse type
+    def check(text: str) -> str:
+        if text in choices:
+            return text
+        raise argparse.ArgumentTypeError(f"must be one of {', '.join(choices)}, but {text!r} was passed")
+
+    check.__name__ = name
+    return check
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="harpe-lab", description="Replay agent conversations under context strategies.")
-    sub = parser.add_subparsers(dest="command", required=True)
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--traceback", action="store_true", default=argparse.SUPPRESS,
+                        help="on an error, show the full Python traceback instead of one line")
 
-    p = sub.add_parser("demo", help="replay the bundled datasets and write out/report/")
+    parser = _Parser(prog="harpe-lab", description="Replay agent conversations under context strategies.",
+                     epilog="Run `harpe-lab replay --list` for the strategies and their knobs.")
+    parser.add_argument("--traceback", action="store_true", default=False,
+                        help="on an error, show the full Python traceback instead of one line")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("demo", parents=[common], help="replay the bundled datasets and write out/report/")
     p.add_argument("--out", default="out/report", help="report folder (default: out/report)")
     p.set_defaults(_target=("harpe_lab.cli.demo", "cli_demo"))
 
-    p = sub.add_parser("replay", help="replay a transcript under one strategy and print the request table")
-    p.add_argument("path", help="a Harpe journal or any transcript load_any() reads")
-    p.add_argument("--strategy", default="full", help="strategy name (see --list)")
-    p.add_argument("--budget", type=int, default=None, help="the strategy's budget (tokens or chars, per strategy)")
-    p.add_argument("--counter", default="cl100k_base", help="cl100k_base, o200k_base, bytes or approx")
-    p.set_defaults(_target=("harpe_lab.cli_replay", "cli_replay"))
-
-    journal = sub.add_parser("journal", help="inspect or check a Harpe journal").add_subparsers(
-        dest="subcommand", required=True
+    p = sub.add_parser(
+        "replay", parents=[common],
+        help="replay a transcript under one strategy and print the request table",
+        description="Replay a recorded conversation under one context strategy and print one row per model "
+                    "request, then the totals. Run with --list for every strategy, its family and its knobs.",
     )
-    p = journal.add_parser("inspect", help="print the turns with outcomes, message counts and usage totals")
-    p.add_argument("path")
+    p.add_argument("path", nargs="?", help="a Harpe journal or any transcript load_any() reads "
+                                           "(Claude Code, Codex, SWE-agent, LoCoMo, OpenAI messages, ...)")
+    p.add_argument("--list", action="store_true", help="list the strategies with their knobs and exit")
+    p.add_argument("--strategy", default="full", metavar="NAME", help="strategy name (default: full; see --list)")
+    p.add_argument("--budget", type=positive_int, default=None, metavar="N",
+                   help="the strategy's limit in tokens (default: the strategy's own; see --list)")
+    p.add_argument("--counter", type=_choice("--counter", COUNTERS), default="cl100k_base", metavar="NAME",
+                   help=f"token counter: {', '.join(COUNTERS)} (default: cl100k_base)")
+    p.add_argument("--pricing", default=None, metavar="MODEL",
+                   help="price the requests with litellm's offline price table for MODEL, e.g. openai/gpt-4o "
+                        "(default: no cost column)")
+    p.add_argument("--format", type=_choice("--format", FORMATS), default="table", metavar="FORMAT",
+                   help="table (for people, default), json or csv (for scripts)")
+    p.set_defaults(_target=("harpe_lab.cli.replay", "cli_replay"))
+
+    journal = sub.add_parser("journal", parents=[common], help="inspect or check a Harpe journal").add_subparsers(
+        dest="subcommand", required=True, metavar="SUBCOMMAND"
+    )
+    p = journal.add_parser("inspect", parents=[common],
+                           help="print the turns with outcomes, message counts and usage totals")
+    p.add_argument("path", help="a Harpe journal (.jsonl)")
     p.set_defaults(_target=("harpe_lab.cli.journal", "cli_inspect"))
-    p = journal.add_parser("check", help="list a journal's problems; exit 1 when there are any")
-    p.add_argument("path")
+    p = journal.add_parser("check", parents=[common], help="list a journal's problems; exit 1 when there are any")
+    p.add_argument("path", help="a Harpe journal (.jsonl)")
     p.set_defaults(_target=("harpe_lab.cli.journal", "cli_check"))
 
-    p = sub.add_parser("chat", help="chat with a model through litellm, writing a Harpe journal")
+    p = sub.add_parser("chat", parents=[common], help="chat with a model through litellm, writing a Harpe journal")
     p.add_argument("path", help="the journal to write (resumed when it exists)")
     p.add_argument("--model", required=True, help="a provider-prefixed litellm model name, e.g. openai/gpt-4o-mini")
     p.add_argument("--system", default="You are a helpful assistant.", help="the base system prompt")
@@ -47,8 +128,29 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def one_line(err: BaseException) -> str:
+    """``err`` as one line: an `OSError` as ``path: what — how to fix``; a message of
+    several lines as its first line with a pointer to ``--traceback``."""
+    if isinstance(err, OSError) and not isinstance(err, HarpeLabError) and err.filename is not None:
+        what = err.strerror or type(err).__name__
+        advice = {
+            FileNotFoundError: "check the path",
+            IsADirectoryError: "pass one file, not a folder",
+            NotADirectoryError: "check the path",
+            PermissionError: "check the file's permissions",
+        }.get(type(err), "check the file and try again")
+        return f"{err.filename}: {what.lower()} — {advice}"
+    text = str(err).strip() or type(err).__name__
+    lines = [line for line in text.splitlines() if line.strip()]
+    if len(lines) > 1:
+        return f"{lines[0].rstrip(':')} (run again with --traceback for the full message)"
+    return lines[0]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``harpe-lab`` with ``argv`` (default ``sys.argv[1:]``); return the exit code."""
     args = _parser().parse_args(argv)
+    command = " ".join(filter(None, (args.command, getattr(args, "subcommand", None))))
     module, func = args._target
     try:
         return int(getattr(import_module(module), func)(args) or 0)
@@ -56,9 +158,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         # the reader went away (`| head`): stop quietly, as Unix tools do
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
+    except KeyboardInterrupt:
+        print(f"harpe-lab {command}: interrupted", file=sys.stderr)
+        return 130
     except (HarpeLabError, OSError) as err:
-        print(f"harpe-lab {args.command}: {err}", file=sys.stderr)
-        return 1
+        if args.traceback:
+            traceback.print_exc()
+        else:
+            print(f"harpe-lab {command}: {one_line(err)}", file=sys.stderr)
+        return 2 if isinstance(err, UsageError) else 1
 
 
 if __name__ == "__main__":

@@ -92,15 +92,18 @@ def read_source(path: Any) -> Source:
         return path
     p = Path(path).expanduser()
     if p.is_dir():
-        raise ImportFormatError(f"{p}: is a folder; pass one transcript file (see harpe_lab.importers.discover())")
+        raise ImportFormatError(f"{p}: is a folder; pass one transcript file inside it "
+                               "(harpe_lab.importers.discover() lists the sessions on this machine)")
     try:
         raw = p.read_bytes()
     except FileNotFoundError:
-        raise FileNotFoundError(f"{p}: no such transcript file") from None
+        raise FileNotFoundError(f"{p}: no such transcript file; check the path") from None
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as e:
-        raise ImportFormatError(f"{p}: not UTF-8 text (byte {e.start}); transcripts are JSON or JSON Lines") from None
+        raise ImportFormatError(
+            f"{p}: not UTF-8 text (byte {e.start}; a binary file?); transcripts are JSON or JSON Lines"
+        ) from None
     src = Source(p, text)
     stripped = text.strip()
     if not stripped:
