@@ -3,9 +3,14 @@ synthetic conversation generator."""
 
 from __future__ import annotations
 
+import os
+import re
+import shutil
 import subprocess
 import sys
+import sysconfig
 import time
+from importlib import metadata
 from pathlib import Path
 
 import pytest
@@ -17,6 +22,9 @@ from harpe_lab.datasets import DatasetCard, describe, list_datasets, load, synth
 from harpe_lab.messages import AssistantMessage, ToolResults, UserInput
 
 ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "harpe_lab" / "datasets" / "data"
+GENERATOR = ROOT / "tools" / "datasets" / "make_datasets.py"
+DATA_SUFFIXES = (".json", ".jsonl", ".md")
 NAMES = ["coding_agent", "research_assistant", "support_chat"]
 
 
@@ -80,7 +88,7 @@ class TestCatalogue:
             assert calls_answered(c)
 
     def test_the_files_stay_small(self):
-        total = sum(p.stat().st_size for p in (ROOT / "datasets").iterdir() if p.suffix in (".json", ".jsonl", ".md"))
+        total = sum(p.stat().st_size for p in DATA.iterdir() if p.suffix in DATA_SUFFIXES)
         assert total < 3_000_000
 
 
@@ -164,7 +172,7 @@ class TestCodingAgent:
     def test_it_is_a_journal_harpe_reads(self):
         from harpe_lab.journal import Journal
 
-        records = Journal.records(ROOT / "datasets" / "coding_agent.jsonl")
+        records = Journal.records(DATA / "coding_agent.jsonl")
         assert records.generations == ("G5",) and not records.problems
         assert len(records) == len(load("coding_agent"))
 
@@ -191,28 +199,146 @@ class TestResearchAssistant:
 
 class TestReproducible:
     def test_the_generator_rewrites_the_committed_files_exactly(self, tmp_path):
-        subprocess.run([sys.executable, str(ROOT / "datasets" / "make_datasets.py"), "--out", str(tmp_path)],
+        subprocess.run([sys.executable, str(GENERATOR), "--out", str(tmp_path)],
                        check=True, capture_output=True, timeout=120)
-        committed = sorted(p for p in (ROOT / "datasets").iterdir() if p.suffix in (".json", ".jsonl", ".md"))
+        committed = sorted(p for p in DATA.iterdir() if p.suffix in DATA_SUFFIXES)
         assert [p.name for p in committed] == sorted(p.name for p in tmp_path.iterdir())
         for p in committed:
             assert (tmp_path / p.name).read_bytes() == p.read_bytes(), p.name
 
-    def test_the_package_reads_the_top_level_folder(self):
+    def test_the_generator_scripts_live_in_tools_not_in_the_package(self):
+        assert sorted(p.name for p in GENERATOR.parent.glob("*.py")) == [
+            "coding_agent_script.py", "ledgerly_files.py", "make_datasets.py", "research_script.py",
+            "support_script.py"]
+        assert sorted(p.name for p in DATA.glob("*.py")) == ["__init__.py"]
+
+    def test_the_package_reads_its_own_data_folder_with_no_link(self):
         from importlib import resources
 
-        root = resources.files("harpe_lab") / "_datasets"
-        assert Path(str(root)).resolve() == (ROOT / "datasets").resolve()
+        root = resources.files("harpe_lab.datasets.data")
+        assert Path(str(root)).resolve() == DATA
+        assert not (ROOT / "harpe_lab" / "_datasets").exists()
+        links = [p for p in (ROOT / "harpe_lab").rglob("*") if p.is_symlink()]
+        assert links == []
 
-    def test_pyproject_ships_the_data_files_in_the_wheel(self):
+    def test_the_top_level_folder_says_where_the_data_went(self):
+        readme = (ROOT / "datasets" / "README.md").read_text(encoding="utf-8")
+        assert "harpe_lab/datasets/data/" in readme
+        assert ".venv/bin/python tools/datasets/make_datasets.py" in readme
+        assert sorted(p.name for p in (ROOT / "datasets").iterdir()) == ["README.md"]
+
+    def test_pyproject_ships_every_data_file_in_the_wheel(self):
         tomllib = pytest.importorskip("tomllib")  # Python 3.11+
 
         config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
-        patterns = config["package-data"]["harpe_lab"]
-        for suffix in ("json", "jsonl", "md"):
-            assert f"_datasets/*.{suffix}" in patterns
-        # without this the generator scripts would ship as a namespace package
-        assert "harpe_lab._datasets*" in config["packages"]["find"].get("exclude", [])
+        patterns = config["package-data"]["harpe_lab.datasets.data"]
+        for p in DATA.iterdir():
+            if p.suffix in DATA_SUFFIXES:
+                assert f"*{p.suffix}" in patterns, p.name
+
+    def test_a_copy_without_its_data_files_says_to_reinstall(self, monkeypatch, tmp_path):
+        import harpe_lab.datasets as module
+
+        (tmp_path / "__init__.py").write_text("")
+        (tmp_path / "orphan.json").write_text("{}")  # a data file with no card is not a dataset
+        monkeypatch.setattr(module, "_root", lambda: tmp_path)
+        with pytest.raises(FileNotFoundError, match=r"no bundled dataset .* in .*: reinstall it"):
+            list_datasets()
+
+
+# A setuptools warning is a Python warning category (SetuptoolsDeprecationWarning,
+# BuildBackendWarning, ...) or the "!!" banner setuptools draws around one; distutils'
+# lowercase "warning: ... byte-compiling is disabled" notes are not warnings about us.
+SETUPTOOLS_WARNING = re.compile(r"\w*Warning\b|^[ \t]*!![ \t]*$", re.MULTILINE)
+
+
+def _setuptools_can_build() -> str | None:
+    """Why this environment cannot build the wheel without the network, or None."""
+    try:
+        version = metadata.version("setuptools")
+    except metadata.PackageNotFoundError:
+        return "setuptools is not installed"
+    if int(version.split(".")[0]) < 77:
+        return f"setuptools {version} is older than pyproject's build requirement setuptools>=77"
+    return None
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory) -> tuple[Path, str]:
+    """The wheel and pip's verbose build log, built from a copy of the package with the current
+    environment's setuptools (no network, no build isolation)."""
+    reason = _setuptools_can_build()
+    if reason:
+        pytest.skip(f"{reason}; install it with `.venv/bin/pip install 'setuptools>=77'`")
+    work = tmp_path_factory.mktemp("wheel")
+    src = work / "src"
+    src.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(ROOT / name, src / name)
+    shutil.copytree(ROOT / "harpe_lab", src / "harpe_lab",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info"))
+    out = subprocess.run([sys.executable, "-m", "pip", "wheel", "-v", "--no-deps", "--no-build-isolation",
+                          "--no-index", "-w", str(work / "dist"), str(src)],
+                         capture_output=True, text=True, timeout=300, cwd=work)
+    log = out.stdout + out.stderr
+    assert out.returncode == 0, log
+    (wheel,) = (work / "dist").glob("harpe_lab-*.whl")
+    return wheel, log
+
+
+@pytest.mark.slow
+class TestWheel:
+    """The wheel carries the datasets: installed into a fresh venv, it loads them from there."""
+
+    def test_building_prints_no_setuptools_warning(self, built):
+        _, log = built
+        assert "Successfully built harpe_lab" in log or "Created wheel for harpe_lab" in log
+        warnings = [m.group(0) for m in SETUPTOOLS_WARNING.finditer(log)]
+        assert warnings == [], log
+
+    def test_the_wheel_holds_the_data_and_no_generator(self, built):
+        import zipfile
+
+        wheel, _ = built
+        names = set(zipfile.ZipFile(wheel).namelist())
+        for p in DATA.iterdir():
+            if p.suffix in DATA_SUFFIXES:
+                assert f"harpe_lab/datasets/data/{p.name}" in names
+        assert not [n for n in names if "make_datasets" in n or "_script" in n or n.startswith(("tools/", "datasets/"))]
+
+    def test_the_installed_wheel_loads_a_dataset(self, built, tmp_path):
+        wheel, _ = built
+        venv = tmp_path / "venv"
+        subprocess.run([sys.executable, "-m", "venv", "--without-pip", "--system-site-packages", str(venv)],
+                       check=True, capture_output=True, timeout=120)
+        python = venv / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP")}
+        # the fresh venv sees this environment's packages (pandas, orjson, pip, ...) through a .pth
+        # file; .pth files inside those folders are not run, so this checkout's editable install
+        # of harpe_lab stays invisible and only the wheel's copy can be imported
+        site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                              check=True, capture_output=True, text=True, env=env).stdout.strip()
+        parents = dict.fromkeys([sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]])
+        (Path(site) / "_parent_env.pth").write_text("\n".join(parents) + "\n")
+        install = subprocess.run([str(python), "-m", "pip", "install", "--no-deps", "--no-index", "--ignore-installed",
+                                  "--no-compile", str(wheel)], capture_output=True, text=True, timeout=300,
+                                 cwd=tmp_path, env=env)
+        log = install.stdout + install.stderr
+        assert install.returncode == 0, log
+        assert [m.group(0) for m in SETUPTOOLS_WARNING.finditer(log)] == [], log
+        script = ("import harpe_lab, harpe_lab.datasets as d\n"
+                  "print(harpe_lab.__file__)\n"
+                  "c = d.load('coding_agent')\n"
+                  "print(d.list_datasets(), len(c), len(c.probes), d.describe('support_chat').title)\n")
+        run = subprocess.run([str(python), "-c", script], capture_output=True, text=True, timeout=120,
+                             cwd=tmp_path, env=env)
+        assert run.returncode == 0, run.stderr
+        where, found = run.stdout.splitlines()
+        assert Path(where).resolve().is_relative_to(venv.resolve()), where
+        assert not Path(where).resolve().is_relative_to(ROOT)
+        expected = load("coding_agent")
+        assert found == (f"{NAMES} {len(expected)} {len(expected.probes)} "
+                         f"support_chat — a long customer-support chat")
 
 
 class TestSynthesize:

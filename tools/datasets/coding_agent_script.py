@@ -35,9 +35,9 @@ for. It is stored as a Harpe G5 journal (`coding_agent.jsonl`) and read back wit
 """
 
 HOW = """
-Written by `datasets/coding_agent_script.py` with harpe_lab's `JsonlLogger` and `TurnLog`
+Written by `tools/datasets/coding_agent_script.py` with harpe_lab's `JsonlLogger` and `TurnLog`
 (deterministic clock and turn ids from a seeded generator). The repository is simulated in
-memory (`datasets/ledgerly_files.py`): patches are real unified diffs and test output is
+memory (`tools/datasets/ledgerly_files.py`): patches are real unified diffs and test output is
 derived from the fixes applied so far. Usage rows are synthetic but consistent: each
 request's `inputTokens` is the characters the agent's full context would hold divided by
 3.7, with the previous request's prompt counted as `cacheReadTokens` and the new part as

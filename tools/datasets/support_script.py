@@ -23,7 +23,7 @@ changed half-way, so its probe's answer is the newer number.
 """
 
 HOW = """
-The dialogue is a fixed script written for harpe_lab (`datasets/support_script.py`); a
+The dialogue is a fixed script written for harpe_lab (`tools/datasets/support_script.py`); a
 seeded generator adds the routine back-and-forth of a real support chat (speed tests with
 varying numbers, "still there?", reboot checks) so the conversation passes 150 turns. Tool
 results (account lookup, line status, event log, invoices, availability) are generated

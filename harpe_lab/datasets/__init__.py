@@ -6,13 +6,13 @@
 >>> conv = datasets.load("support_chat")
 >>> print(datasets.describe("support_chat"))      # what it is, how it was made, its size
 
-The files live in the repository's top-level ``datasets/`` folder and ship inside the
-wheel as ``harpe_lab/_datasets``; they are read through `importlib.resources`, so they work
-from a source checkout, an editable install and an installed wheel alike. Every one was
-written by ``datasets/make_datasets.py`` (seeded; its output is committed). A dataset is a
-card ``<name>.md`` beside a data file ``<name>.json`` (harpe_lab's conversation format) or
-``<name>.jsonl`` (a Harpe journal), read with `harpe_lab.importers.load_any`; a journal's
-probes, which a journal cannot hold, are kept beside it in ``<name>.probes.json``.
+The files live inside the package, in ``harpe_lab/datasets/data/`` (as scikit-learn keeps
+``sklearn/datasets/data/``), and are read through `importlib.resources`, so they work from a
+source checkout, an editable install and an installed wheel alike. Every one was written by
+``tools/datasets/make_datasets.py`` in the repository (seeded; its output is committed). A
+dataset is a card ``<name>.md`` beside a data file ``<name>.json`` (harpe_lab's conversation
+format) or ``<name>.jsonl`` (a Harpe journal), read with `harpe_lab.importers.load_any`; a
+journal's probes, which a journal cannot hold, are kept beside it in ``<name>.probes.json``.
 
 `synthesize` makes conversations of any length for scaling experiments.
 """
@@ -24,25 +24,20 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-from .conversation import Conversation, Probe
-from .errors import ImportFormatError
-from .synth import synthesize
+from ..conversation import Conversation, Probe
+from ..errors import ImportFormatError
+from ..synth import synthesize
 
 __all__ = ["list_datasets", "load", "describe", "DatasetCard", "synthesize"]
 
-_PACKAGE = "harpe_lab"
-_FOLDER = "_datasets"
+_DATA_PACKAGE = "harpe_lab.datasets.data"
 _DATA_SUFFIXES = (".json", ".jsonl")
 
 
 def _root() -> Any:
-    root = resources.files(_PACKAGE) / _FOLDER
-    if not root.is_dir():
-        raise FileNotFoundError(
-            f"the bundled datasets folder {root} is missing; reinstall harpe_lab, or in a source "
-            "checkout make sure harpe_lab/_datasets links to ../datasets"
-        )
-    return root
+    """The folder holding the bundled files (a `Traversable`; a real folder unless the package
+    is imported from a zip)."""
+    return resources.files(_DATA_PACKAGE)
 
 
 def _data_files() -> dict[str, Any]:
@@ -55,6 +50,9 @@ def _data_files() -> dict[str, Any]:
             stem = name[: -len(suffix)]
             if name.endswith(suffix) and f"{stem}.md" in names:
                 found[stem] = entry
+    if not found:
+        raise FileNotFoundError(f"no bundled dataset (a <name>.json or <name>.jsonl beside its <name>.md) in {root}; "
+                                "this copy of harpe_lab was installed without its data files: reinstall it")
     return found
 
 
@@ -73,7 +71,7 @@ def _entry(name: str) -> Any:
 def load(name: str) -> Conversation:
     """Load a bundled dataset as a `Conversation` (``source`` is ``"dataset:<name>"``;
     ``metadata["dataset"]`` names it and ``metadata["format"]`` is its file format)."""
-    from .importers import load_any
+    from ..importers import load_any
 
     entry = _entry(name)
     with resources.as_file(entry) as path:
@@ -97,7 +95,7 @@ def _probes(sidecar: Any, conversation: Conversation) -> tuple[Probe, ...]:
         missing = [e for e in probe.evidence if e not in known]
         if missing:
             raise ImportFormatError(f"{sidecar.name}: probes[{k}] ({probe.id}) names evidence {missing} that is not "
-                                    "in the conversation; regenerate it with datasets/make_datasets.py")
+                                    "in the conversation; regenerate it with tools/datasets/make_datasets.py")
         probes.append(probe)
     return tuple(probes)
 

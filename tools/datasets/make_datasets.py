@@ -1,9 +1,10 @@
-"""Write harpe_lab's bundled datasets (this folder's ``*.json``, ``*.jsonl`` and ``*.md``).
+"""Write harpe_lab's bundled datasets (the ``*.json``, ``*.jsonl`` and ``*.md`` files in
+``harpe_lab/datasets/data/``).
 
 Run from the repository root::
 
-    .venv/bin/python datasets/make_datasets.py            # rewrite this folder's files
-    .venv/bin/python datasets/make_datasets.py --out DIR  # write them elsewhere (tests compare)
+    .venv/bin/python tools/datasets/make_datasets.py            # rewrite the bundled files
+    .venv/bin/python tools/datasets/make_datasets.py --out DIR  # write them elsewhere (tests compare)
 
 Everything here was written for harpe_lab: the people, companies, code and numbers are
 invented. The scripts are fixed text; a seeded ``random.Random`` only varies the small
@@ -21,7 +22,9 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
+ROOT = HERE.parents[1]
+DATA = ROOT / "harpe_lab" / "datasets" / "data"
+sys.path.insert(0, str(ROOT))
 
 from harpe_lab.conversation import Conversation, Probe, Turn  # noqa: E402
 from harpe_lab.messages import AssistantMessage, ToolCall, ToolResult, ToolResults, UserInput  # noqa: E402
@@ -125,7 +128,7 @@ def card(name: str, title: str, what: str, how: str, c: Conversation, file: Path
 
 {how.strip()}
 
-Written by `datasets/make_datasets.py` (seeded, deterministic); nothing in it comes from
+Written by `tools/datasets/make_datasets.py` (seeded, deterministic); nothing in it comes from
 real people or real transcripts.
 
 ## Size
@@ -181,7 +184,8 @@ def main(argv: list[str] | None = None) -> None:
     from harpe_lab.importers.native import save_conversation
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=HERE, help="folder to write to (default: this folder)")
+    parser.add_argument("--out", type=Path, default=DATA,
+                        help="folder to write to (default: harpe_lab/datasets/data, the bundled files)")
     out = parser.parse_args(argv).out
     out.mkdir(parents=True, exist_ok=True)
     written = []

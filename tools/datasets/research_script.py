@@ -24,7 +24,7 @@ with different answers. Each turn's metadata has its `session` (1–6) and `date
 """
 
 HOW = """
-The sessions are a fixed script written for harpe_lab (`datasets/research_script.py`); the
+The sessions are a fixed script written for harpe_lab (`tools/datasets/research_script.py`); the
 papers the tools return are invented (titles, authors and numbers included) and a seeded
 generator varies small details. No usage is recorded.
 """

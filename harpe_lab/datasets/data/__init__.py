@@ -1,0 +1,3 @@
+"""The bundled datasets' files: ``<name>.json`` or ``<name>.jsonl``, its card ``<name>.md``
+and, for a journal, ``<name>.probes.json``. Read them through `harpe_lab.datasets`; they are
+written by ``tools/datasets/make_datasets.py`` (do not edit them by hand)."""
