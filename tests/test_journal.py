@@ -610,7 +610,7 @@ class TestCli:
 
     def test_missing_file(self, tmp_path, capsys):
         assert main(["journal", "check", str(tmp_path / "none.jsonl")]) == 1
-        assert "To start a new session instead" in capsys.readouterr().err
+        assert "none.jsonl: no such file; check the path" in capsys.readouterr().err
 
 
 class TestWriterHelpers:

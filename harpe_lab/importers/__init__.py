@@ -62,6 +62,7 @@ __all__ = [
     "load_any",
     "load_all",
     "detect_format",
+    "describe_format",
     "FORMATS",
     "load_harpe",
     "to_journal",
@@ -108,6 +109,7 @@ def _sniff_harpe(src: Source) -> str | None:
 @dataclass(frozen=True)
 class _Format:
     name: str
+    title: str
     sniff: Callable[[Source], str | None]
     one: Callable[[Source, Any], Conversation]
     many: Callable[[Source], list[Conversation]] | None = None
@@ -127,19 +129,22 @@ def _multi(load: Callable[..., Conversation]) -> Callable[[Source, Any], Convers
 
 
 _REGISTRY: tuple[_Format, ...] = (
-    _Format("harpe_lab", _native.sniff, _single(_native.load_conversation)),
-    _Format("harpe", _sniff_harpe, _single(lambda src: load_harpe(src.path))),
-    _Format("claude_code", _claude_code.sniff, _single(_claude_code.load_claude_code)),
-    _Format("codex", _codex.sniff, _single(_codex.load_codex)),
-    _Format("locomo", _locomo.sniff, _multi(_locomo.load_locomo), lambda s: _locomo.load_locomo_all(s)),
-    _Format("longmemeval", _longmemeval.sniff, _multi(_longmemeval.load_longmemeval),
-            lambda s: _longmemeval.load_longmemeval_all(s)),
-    _Format("tau_bench", _tau_bench.sniff, _multi(_tau_bench.load_tau_bench),
+    _Format("harpe_lab", "a harpe_lab conversation file", _native.sniff, _single(_native.load_conversation)),
+    _Format("harpe", "a Harpe journal", _sniff_harpe, _single(lambda src: load_harpe(src.path))),
+    _Format("claude_code", "a Claude Code session", _claude_code.sniff, _single(_claude_code.load_claude_code)),
+    _Format("codex", "a Codex CLI rollout", _codex.sniff, _single(_codex.load_codex)),
+    _Format("locomo", "a LoCoMo-family dialogue file", _locomo.sniff, _multi(_locomo.load_locomo),
+            lambda s: _locomo.load_locomo_all(s)),
+    _Format("longmemeval", "a LongMemEval question file", _longmemeval.sniff,
+            _multi(_longmemeval.load_longmemeval), lambda s: _longmemeval.load_longmemeval_all(s)),
+    _Format("tau_bench", "a tau-bench trajectory file", _tau_bench.sniff, _multi(_tau_bench.load_tau_bench),
             lambda s: _tau_bench.load_tau_bench_all(s)),
-    _Format("swe_agent", _swe_agent.sniff, _single(_swe_agent.load_swe_agent)),
-    _Format("toolbench", _toolbench.sniff, _single(_toolbench.load_toolbench)),
-    _Format("sharegpt", _sharegpt.sniff, _multi(_sharegpt.load_sharegpt), lambda s: _sharegpt.load_sharegpt_all(s)),
-    _Format("openai", _openai.sniff, _multi(_openai.load_openai), lambda s: _openai.load_openai_all(s)),
+    _Format("swe_agent", "a SWE-agent trajectory", _swe_agent.sniff, _single(_swe_agent.load_swe_agent)),
+    _Format("toolbench", "a ToolBench answer tree", _toolbench.sniff, _single(_toolbench.load_toolbench)),
+    _Format("sharegpt", "a ShareGPT conversation file", _sharegpt.sniff, _multi(_sharegpt.load_sharegpt),
+            lambda s: _sharegpt.load_sharegpt_all(s)),
+    _Format("openai", "an OpenAI chat-messages file", _openai.sniff, _multi(_openai.load_openai),
+            lambda s: _openai.load_openai_all(s)),
 )
 
 FORMATS: tuple[str, ...] = tuple(f.name for f in _REGISTRY)
@@ -165,6 +170,11 @@ def _format(name: str) -> _Format:
         if fmt.name == name:
             return fmt
     raise ValueError(f"format must be one of {FORMATS}, but {name!r} was passed")
+
+
+def describe_format(name: str) -> str:
+    """What a file of format ``name`` is, for people: ``"a Claude Code session"``."""
+    return _format(name).title
 
 
 def detect_format(path: Any) -> str:
