@@ -2,11 +2,63 @@
 
 from __future__ import annotations
 
+import difflib
+import re
 from dataclasses import dataclass
+from typing import Any, Mapping
 
 from .errors import StrategyError
 
-__all__ = ["Pricing"]
+__all__ = ["Pricing", "suggest_models"]
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", name.lower())
+
+
+def _priced(entry: Any) -> bool:
+    return isinstance(entry, Mapping) and entry.get("input_cost_per_token") is not None
+
+
+def suggest_models(model: str, table: Mapping[str, Any], n: int = 5) -> list[str]:
+    """The names in litellm's price ``table`` closest to ``model``, best first, spelled so
+    that `Pricing.for_model` accepts them.
+
+    A name equal but for punctuation (``gpt4o`` → ``gpt-4o``) ranks first, then close names
+    of the provider ``model`` names (``openai/...``; litellm lists OpenAI's own models
+    without the prefix), then close names elsewhere; region and deployment paths
+    (``azure/eu/...``) rank below the plain name.
+    """
+    provider, _, name = model.rpartition("/") if "/" in model else ("", "", model)
+    provider = provider.split("/")[0].lower()
+    want = _norm(name)
+    matcher = difflib.SequenceMatcher(None)
+    matcher.set_seq2(want)  # b is cached; each candidate is set as a
+    scored: list[tuple[float, int, str]] = []
+    for key, entry in table.items():
+        if not _priced(entry):
+            continue
+        owner = str(entry.get("litellm_provider", "")).lower()
+        base = key.split("/", 1)[1] if key.lower().startswith(f"{owner}/") else key
+        got = _norm(base.rsplit("/", 1)[-1])
+        if not got or abs(len(got) - len(want)) > max(4, len(want)):
+            continue
+        matcher.set_seq1(got)
+        if matcher.real_quick_ratio() < 0.6 or matcher.quick_ratio() < 0.6:
+            continue
+        score = matcher.ratio() + (1.0 if got == want else 0.0)
+        if provider and owner == provider:
+            score += 0.3
+        score -= 0.15 * base.count("/")  # azure/eu/gpt-4o below gpt-4o
+        spelled = f"{provider}/{base}" if provider and owner == provider and "/" not in base else key
+        scored.append((score, -len(spelled), spelled))
+    out: list[str] = []
+    for _, _, spelled in sorted(scored, reverse=True):
+        if spelled not in out:
+            out.append(spelled)
+        if len(out) == n:
+            break
+    return out
 
 
 @dataclass(frozen=True)
@@ -21,18 +73,22 @@ class Pricing:
     @classmethod
     def for_model(cls, model: str) -> "Pricing":
         """Look ``model`` up in litellm's offline price table (``openai/gpt-4o`` or ``gpt-4o``)."""
+        if not isinstance(model, str) or not model.strip():
+            raise StrategyError(f"model must be a model name such as 'openai/gpt-4o', but {model!r} was passed")
         from ._litellm import litellm
 
         table = litellm().model_cost
         for key in (model, model.split("/", 1)[-1]):
             entry = table.get(key)
-            if entry and entry.get("input_cost_per_token") is not None:
+            if _priced(entry):
                 inp = float(entry["input_cost_per_token"])
                 out = float(entry.get("output_cost_per_token") or 0.0)
                 cache = entry.get("cache_read_input_token_cost")
                 return cls(model, inp, out, inp if cache is None else float(cache))
-        close = sorted(k for k in table if model.split("/")[-1][:6] in k)[:8]
+        close = suggest_models(model, table)
+        hint = f"did you mean {', '.join(close)}? " if close else "no similar name either. "
         raise StrategyError(
-            f"no price for model {model!r} in litellm's price table; "
-            f"similar names: {', '.join(close) or 'none'}. Pass pricing=Pricing(model, input=..., output=..., cache_read=...)"
+            f"no price for model {model!r} in litellm's offline price table; {hint}"
+            "Use a name from that table, or give the prices yourself: Pricing(model, input=..., output=..., "
+            "cache_read=...) in USD per token"
         )
