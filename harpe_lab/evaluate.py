@@ -33,6 +33,7 @@ from typing import Any, Iterable, Literal, Mapping, Sequence
 
 from .conversation import Conversation, Probe, Turn
 from .errors import EvaluationError, ModelError
+from .findable import Finding, Haystack, Passage, parse_timestamp
 from .messages import Message, Rendered, UserInput, strip_harpe_keys, to_openai
 from .summarize import (
     ARTIFACT_CATEGORIES,
@@ -50,8 +51,12 @@ __all__ = [
     "with_probe_turn",
     "probe_request",
     "probe_retention",
+    "retention",
+    "message_passages",
+    "RETENTION_COLUMNS",
     "artifact_retention",
     "answer_probes",
+    "judge_agreement",
     "compare",
     "normalize_answer",
     "answer_f1",
@@ -83,21 +88,24 @@ JUDGE_SYSTEM = (
 PROBE_COLUMNS = (
     "conversation", "strategy", "probe_id", "question", "answer", "category", "asked_at", "request",
     "tokens_at_probe", "evidence", "evidence_sent", "evidence_summarized", "evidence_in_context",
-    "answer_in_summary", "answer_in_context",
+    "answer_in_summary", "answer_in_context", "findable_full", "known", "kept_as",
 )  # fmt: skip
 
 ANSWER_COLUMNS = (
     "conversation", "strategy", "probe_id", "question", "answer", "category", "request", "tokens_at_probe",
     "context_reply", "full_reply", "context_exact", "full_exact", "context_match", "full_match",
     "context_f1", "full_f1", "context_judge", "full_judge", "context_correct", "full_correct",
+    "answer_in_context", "findable_full", "known",
     "input_tokens", "output_tokens", "cost_usd", "cached", "error",
 )  # fmt: skip
 
 COMPARE_COLUMNS = (
     "conversation", "strategy", "requests", "input_tokens_sum", "input_tokens_median", "input_tokens_max",
     "compactions", "distill_calls", "distill_tokens", "distill_cost_usd", "overshoots", "overshoot_tokens_max",
-    "probes", "probe_retention", "answer_in_summary", "artifact_retention",
+    "probes", "findable", "needs_judge", "raw_retention", "retention", "verbatim", "only_in_summary", "lost",
+    "retention_denominator", "probe_retention", "answer_in_summary", "artifact_retention",
     *(f"artifacts_{c}" for c in ARTIFACT_CATEGORIES), "answer_accuracy", "answer_accuracy_full",
+    "answer_retention", "judge_agreement",
 )  # fmt: skip
 
 
@@ -189,6 +197,38 @@ def answer_f1(reply: str, answer: str) -> float:
     return 2 * p * r / (p + r)
 
 
+# --- passages: what the matcher reads ----------------------------------------------------
+
+_DATE_KEYS = ("date_time", "date", "timestamp")
+
+
+def message_passages(conversation: Conversation, ids: Iterable[str] | None = None) -> list[Passage]:
+    """One `harpe_lab.findable.Passage` per message (``ids``, default: every message, in
+    conversation order): its text (`harpe_lab.summarize.messages_text`), the day its turn was
+    said on when the turn's metadata holds a session timestamp (``date_time`` for LoCoMo,
+    ``date`` for LongMemEval), and the speaker's name when the conversation's metadata names
+    the two speakers (LoCoMo's ``speaker_a`` plays the user, ``speaker_b`` the assistant)."""
+    if not isinstance(conversation, Conversation):
+        raise TypeError(f"message_passages takes a Conversation, got {type(conversation).__name__}")
+    meta = conversation.metadata
+    speakers = {"user": str(meta.get("speaker_a") or ""), "assistant": str(meta.get("speaker_b") or "")}
+    where: dict[str, tuple[Message, Any, str]] = {}
+    for turn in conversation.turns:
+        day = next((d for k in _DATE_KEYS if (d := parse_timestamp(turn.metadata.get(k))) is not None), None)
+        for j, (m, mid) in enumerate(zip(turn.all_messages, turn.ids)):
+            speaker = speakers["user"] if j == 0 else speakers["assistant"] if m.role == "assistant" else ""
+            where[mid] = (m, day, speaker)
+    wanted = conversation.message_ids() if ids is None else list(ids)
+    missing = [i for i in wanted if i not in where]
+    if missing:
+        raise EvaluationError(f"conversation {conversation.id!r} has no message {missing[0]!r}")
+    out = []
+    for mid in wanted:
+        m, day, speaker = where[mid]
+        out.append(Passage(messages_text([m]), day, speaker))
+    return out
+
+
 # --- probe retention ---------------------------------------------------------------------
 
 
@@ -207,6 +247,71 @@ def _rendered_text(replay: Any, i: int) -> str:
     return text
 
 
+def _lines(text: str) -> list[Passage]:
+    """A summary or system prompt as passages, one per non-empty line, so its words are
+    matched line by line as a message's are."""
+    return [Passage(line) for line in (x.strip() for x in (text or "").splitlines()) if line]
+
+
+class _Views:
+    """What one replay's requests held, as matcher haystacks, built once per request."""
+
+    def __init__(self, replay: Any) -> None:
+        self.replay = replay
+        conv = replay.conversation
+        self.by_id = _message_by_id(conv)
+        ids = conv.message_ids()
+        self.passage = dict(zip(ids, message_passages(conv, ids)))
+        self._sent: dict[int, tuple[Haystack, Haystack]] = {}
+        self._full: dict[tuple[str, ...], Haystack] = _FULL_CACHE.setdefault(id(conv), {})
+        _FULL_OWNERS[id(conv)] = conv
+
+    def sent(self, i: int) -> tuple[Haystack, Haystack]:
+        """(everything request ``i`` held, its summary alone)."""
+        if i not in self._sent:
+            rp = self.replay
+            rendered = rp.rendered(i)
+            sent = rp.sent_ids(i)
+            originals = {id(self.by_id[mid]) for mid in sent}
+            summary = rp.summary(i)
+            passages = [self.passage[mid] for mid in sent] + _lines(rendered.system)
+            if summary and summary not in rendered.system:
+                passages += _lines(summary)
+            for m in rendered.messages:
+                if id(m) not in originals:  # a strategy's own message, e.g. a summary turn
+                    passages += _lines(messages_text([m]))
+            self._sent[i] = (Haystack(passages), Haystack(_lines(summary)))
+        return self._sent[i]
+
+    def full(self, i: int) -> Haystack:
+        """Everything the full history held at request ``i`` (system prompt included)."""
+        ids = tuple(self.replay.available_ids(i))
+        if ids not in self._full:
+            conv = self.replay.conversation
+            self._full[ids] = Haystack([self.passage[mid] for mid in ids] + _lines(conv.system))
+        return self._full[ids]
+
+
+# full-history haystacks are the same for every replay of a conversation: share them while
+# the conversation lives (keyed by id, kept alive by _FULL_OWNERS; bounded below)
+_FULL_CACHE: dict[int, dict[tuple[str, ...], Haystack]] = {}
+_FULL_OWNERS: dict[int, Conversation] = {}
+_FULL_CACHE_MAX = 8
+
+
+def _views(replay: Any) -> _Views:
+    if len(_FULL_OWNERS) >= _FULL_CACHE_MAX and id(replay.conversation) not in _FULL_OWNERS:
+        _FULL_CACHE.clear()
+        _FULL_OWNERS.clear()
+    return _Views(replay)
+
+
+def _na(finding: Finding) -> Any:
+    import pandas as pd
+
+    return finding.found if finding.scorable else pd.NA
+
+
 def probe_retention(replay: Any, probes: Iterable[Probe] | None = None) -> Any:
     """One row per probe (default: ``replay.conversation.probes``), judged at the probe's
     request (`probe_request`). Columns (`PROBE_COLUMNS`):
@@ -222,24 +327,36 @@ def probe_retention(replay: Any, probes: Iterable[Probe] | None = None) -> Any:
     evidence_sent           how many were sent verbatim in that request
     evidence_summarized     how many had been folded into a summary by then
     evidence_in_context     every evidence message sent verbatim (``<NA>`` without evidence)
-    answer_in_summary       the normalised answer occurs in the summary held then
+    answer_in_summary       the answer is findable (`harpe_lab.findable`) in the summary
+                            held then
     answer_in_context       … anywhere in the request (system prompt, summary, messages)
+    findable_full           … in the full history at that point: the denominator of
+                            relative retention
+    known                   the evidence was sent verbatim or the answer is findable in
+                            the request
+    kept_as                 ``"verbatim"`` (evidence sent, or the answer found in a sent
+                            message), ``"summary"`` (found only in the summary), ``"lost"``;
+                            ``"judge"`` when the answer is not findable even in the full
+                            history — only a model judge can score it
     ======================  ==========================================================
 
-    The ``*_in_*`` columns are pandas nullable booleans: their mean skips ``<NA>``.
+    The matcher reads each message with the day its session was held (LoCoMo, LongMemEval)
+    and the question, so relative dates and bare numbers are judged in context. Answers it
+    cannot score (yes/no, "likely …", not-mentioned, an answer the question gives away) are
+    ``<NA>`` in the ``answer_*`` and ``findable_full`` columns. The boolean columns are pandas
+    nullable booleans: their mean skips ``<NA>``.
     """
     import pandas as pd
 
     probes = _probes(replay, probes)
     conv = replay.conversation
-    known = set(conv.message_ids())
+    known_ids = set(conv.message_ids())
+    views = _views(replay)
     rows = []
     kept_at: dict[int, dict[str, str]] = {}
-    text_at: dict[int, str] = {}
-    summary_at: dict[int, str] = {}
     tokens = replay.requests["input_tokens"]
     for p in probes:
-        unknown = [e for e in p.evidence if e not in known]
+        unknown = [e for e in p.evidence if e not in known_ids]
         if unknown:
             raise EvaluationError(
                 f"probe {p.id!r} names evidence {unknown[:5]} that conversation {conv.id!r} does not have"
@@ -247,23 +364,97 @@ def probe_retention(replay: Any, probes: Iterable[Probe] | None = None) -> Any:
         i = probe_request(replay, p)
         if i not in kept_at:
             kept_at[i] = replay.kept(i)
-            text_at[i] = normalize_answer(_rendered_text(replay, i))
-            summary_at[i] = normalize_answer(replay.summary(i))
         kept = kept_at[i]
         states = [kept.get(e, "unavailable") for e in p.evidence]
         sent = sum(s == "sent" for s in states)
-        answer = normalize_answer(p.answer)
+        everything, summary = views.sent(i)
+        in_context = everything.find(p.answer, p.question)
+        in_summary = summary.find(p.answer, p.question)
+        full = views.full(i).find(p.answer, p.question)
+        verbatim = bool(states) and sent == len(states)
+        known = verbatim or in_context.found
+        if not full.found:
+            kept_as = "judge"
+        elif verbatim or (in_context.found and not in_summary.found):
+            kept_as = "verbatim"
+        elif in_summary.found:
+            kept_as = "summary"
+        else:
+            kept_as = "lost"
+        if not states and not in_context.scorable:
+            known = pd.NA
         rows.append((
             conv.id, replay.strategy, p.id, p.question, p.answer, p.category, p.asked_at, i,
             int(tokens.iloc[i]), len(p.evidence), sent, sum(s == "summarized" for s in states),
-            (sent == len(states)) if states else pd.NA,
-            _contains(summary_at[i], answer) if answer else pd.NA,
-            _contains(text_at[i], answer) if answer else pd.NA,
+            verbatim if states else pd.NA, _na(in_summary), _na(in_context), _na(full), known, kept_as,
         ))  # fmt: skip
     frame = pd.DataFrame(rows, columns=list(PROBE_COLUMNS))
-    for col in ("evidence_in_context", "answer_in_summary", "answer_in_context"):
+    for col in ("evidence_in_context", "answer_in_summary", "answer_in_context", "findable_full", "known"):
         frame[col] = frame[col].astype("boolean")
     return frame
+
+
+RETENTION_COLUMNS = (
+    "conversation", "strategy", "category", "probes", "findable", "needs_judge", "known", "raw_retention",
+    "retention", "verbatim", "only_in_summary", "lost", "denominator",
+)  # fmt: skip
+
+
+def _retention_rows(pr: Any, keys: dict[str, Any], category: str) -> dict[str, Any]:
+    m = len(pr)
+    findable = pr["findable_full"].fillna(False).astype(bool)
+    n = int(findable.sum())
+    known = pr["known"].fillna(False).astype(bool)
+    counts = pr.loc[findable, "kept_as"].value_counts()
+    share = (lambda k: float(counts.get(k, 0)) / n) if n else (lambda k: math.nan)
+    return {
+        **keys, "category": category, "probes": m, "findable": n, "needs_judge": m - n,
+        "known": int(known.sum()), "raw_retention": float(known.mean()) if m else math.nan,
+        "retention": float(known[findable].mean()) if n else math.nan,
+        "verbatim": share("verbatim"), "only_in_summary": share("summary"), "lost": share("lost"),
+        "denominator": f"{n} findable of {m} probes",
+    }  # fmt: skip
+
+
+def retention(replays: Any, probes: Iterable[Probe] | None = None, *, by_category: bool = True) -> Any:
+    """Retention relative to the full history, per replay and (``by_category``) per probe
+    category, with an ``"all"`` row first. Columns:
+
+    ===============  =================================================================
+    probes           probes judged (m)
+    findable         probes whose answer is findable in the full history at their
+                     request (n): the denominator
+    needs_judge      m − n: not findable even in the full history; only a model judge
+                     (`answer_probes`) can score them — never counted as lost
+    known            probes whose evidence was sent verbatim or whose answer is
+                     findable in the request (summary included)
+    raw_retention    known / m
+    retention        known / n over the findable probes: "of what the full history let
+                     the model know, how much did this request still hold". 1.0 under
+                     `FullContext` by construction
+    verbatim,        shares of the n findable probes kept word for word (evidence or
+    only_in_summary, answer in a sent message), found only in the summary, or lost;
+    lost             they add up to 1 and retention = verbatim + only_in_summary
+    denominator      ``"n findable of m probes"``, to print beside the number
+    ===============  =================================================================
+
+    ``replays`` is one replay or several; ``probes`` as in `probe_retention`.
+    """
+    import pandas as pd
+
+    if not isinstance(replays, (list, tuple)) and hasattr(replays, "conversation"):
+        replays = [replays]
+    fixed = None if probes is None else list(probes)
+    rows = []
+    for rp in replays:
+        ps = _probes(rp, fixed)
+        pr = probe_retention(rp, ps)
+        keys = {"conversation": rp.conversation.id, "strategy": rp.strategy}
+        rows.append(_retention_rows(pr, keys, "all"))
+        if by_category:
+            for cat in sorted(set(pr["category"])):
+                rows.append(_retention_rows(pr[pr["category"] == cat], keys, cat))
+    return pd.DataFrame(rows, columns=list(RETENTION_COLUMNS))
 
 
 # --- artifact retention ------------------------------------------------------------------
@@ -490,6 +681,7 @@ def answer_probes(
         _run_all(grade, triples, concurrency, bar)
 
     tokens = replay.requests["input_tokens"]
+    matcher = probe_retention(replay, probes).set_index("probe_id")
     rows = []
     for p, i, kc, kf in plan:
         scores: dict[str, Any] = {}
@@ -523,6 +715,8 @@ def answer_probes(
             "conversation": conv.id, "strategy": replay.strategy, "probe_id": p.id, "question": p.question,
             "answer": p.answer, "category": p.category, "request": i, "tokens_at_probe": int(tokens.iloc[i]),
             **scores,
+            "answer_in_context": matcher.at[p.id, "answer_in_context"],
+            "findable_full": matcher.at[p.id, "findable_full"], "known": matcher.at[p.id, "known"],
             "input_tokens": sum(u.input_tokens for u in usages),
             "output_tokens": sum(u.output_tokens for u in usages),
             "cost_usd": sum(c.cost_usd for c in used.values()) if used else math.nan,
@@ -531,7 +725,7 @@ def answer_probes(
         })  # fmt: skip
     frame = pd.DataFrame(rows, columns=list(ANSWER_COLUMNS))
     for col in ("context_exact", "full_exact", "context_match", "full_match", "context_judge", "full_judge",
-                "context_correct", "full_correct"):  # fmt: skip
+                "context_correct", "full_correct", "answer_in_context", "findable_full", "known"):  # fmt: skip
         frame[col] = frame[col].astype("boolean")
     for col in ("context_f1", "full_f1"):
         frame[col] = pd.to_numeric(frame[col], errors="coerce").astype(float)
@@ -539,7 +733,31 @@ def answer_probes(
     if grader is not None:
         totals["judge"] = grader.totals()
     frame.attrs["totals"] = totals
+    frame.attrs["agreement"] = judge_agreement(frame)
     return frame
+
+
+def judge_agreement(answers: Any) -> dict[str, Any]:
+    """How often the model's verdicts (``*_correct``: the judge's, else the reply match) agree
+    with the offline matcher, on the probes both can score (neither is ``<NA>``):
+
+    * ``"full"`` — ``full_correct`` (the model answered right from the full history) against
+      ``findable_full`` (the matcher finds the answer in the full history);
+    * ``"context"`` — ``context_correct`` against ``answer_in_context`` (… in the request);
+    * ``"probes"`` — how many probes the ``"full"`` share is over, ``"context_probes"`` the
+      other's; ``"judge_only"`` — probes the matcher cannot score that the model did.
+
+    Shares are NaN when no probe is scored by both. ``answers`` is an `answer_probes` frame.
+    """
+    out: dict[str, Any] = {}
+    for view, model_col, matcher_col in (("full", "full_correct", "findable_full"),
+                                         ("context", "context_correct", "answer_in_context")):  # fmt: skip
+        both = answers[[model_col, matcher_col]].dropna()
+        agree = (both[model_col].astype(bool) == both[matcher_col].astype(bool))
+        out[view] = float(agree.mean()) if len(both) else math.nan
+        out["probes" if view == "full" else "context_probes"] = int(len(both))
+    out["judge_only"] = int((answers["findable_full"].isna() & answers["full_correct"].notna()).sum())
+    return out
 
 
 def _run_all(fn: Any, items: Sequence[Any], concurrency: int, bar: Any) -> None:
@@ -639,12 +857,21 @@ def compare(
         }  # fmt: skip
         ps = _probes(rp, fixed_probes)
         row["probes"] = len(ps)
+        findable_ids: set[str] = set()
         if ps:
             pr = probe_retention(rp, ps)
+            r = _retention_rows(pr, {}, "all")
+            for k in ("findable", "needs_judge", "raw_retention", "retention", "verbatim", "only_in_summary", "lost"):
+                row[k] = r[k]
+            row["retention_denominator"] = r["denominator"]
             row["probe_retention"] = _mean(pr["evidence_in_context"])
             row["answer_in_summary"] = _mean(pr["answer_in_summary"])
+            findable_ids = set(pr.loc[pr["findable_full"].fillna(False).astype(bool), "probe_id"])
         else:
-            row["probe_retention"] = row["answer_in_summary"] = math.nan
+            row.update(findable=0, needs_judge=0, retention_denominator="0 findable of 0 probes")
+            for k in ("raw_retention", "retention", "verbatim", "only_in_summary", "lost", "probe_retention",
+                      "answer_in_summary"):  # fmt: skip
+                row[k] = math.nan
         if n:
             key = id(conv)
             if key not in full_cache:
@@ -660,11 +887,16 @@ def compare(
         row["artifact_retention"] = ret["all"]
         for c in ARTIFACT_CATEGORIES:
             row[f"artifacts_{c}"] = ret[c]
-        row["answer_accuracy"] = row["answer_accuracy_full"] = math.nan
+        row["answer_accuracy"] = row["answer_accuracy_full"] = row["answer_retention"] = math.nan
+        row["judge_agreement"] = math.nan
         if answers is not None and len(answers):
             mine = answers[(answers["strategy"] == rp.strategy) & (answers["conversation"] == conv.id)]
             if len(mine):
                 row["answer_accuracy"] = _mean(mine["context_correct"])
                 row["answer_accuracy_full"] = _mean(mine["full_correct"])
+                if "probe_id" in mine.columns:
+                    row["answer_retention"] = _mean(mine.loc[mine["probe_id"].isin(findable_ids), "context_correct"])
+                if {"findable_full", "answer_in_context"} <= set(mine.columns):
+                    row["judge_agreement"] = judge_agreement(mine)["full"]
         rows.append(row)
     return pd.DataFrame(rows, columns=list(COMPARE_COLUMNS))
