@@ -184,7 +184,7 @@ class TestReplayOutput:
         assert "nan" not in out.lower()
         lines = out.splitlines()
         assert "openai" in lines[0] and "3 turns" in lines[0]
-        assert "at a budget of 1,500 tokens" in lines[1]
+        assert "windowed at budget 1,500 tokens" in lines[1]
         header = next(i for i, line in enumerate(lines) if line.lstrip().startswith("#"))
         table = lines[header:lines.index("", header)]
         assert len(table) == 1 + 3  # one row per request
@@ -235,26 +235,44 @@ class TestReplayOutput:
             sizes[counter] = json.loads(out)["totals"]["input_tokens_sum"]
         assert sizes["bytes"] != sizes["cl100k_base"]  # --counter reaches the replay
 
-    def test_list_names_every_strategy(self, capsys):
+    def test_list_shows_every_preset_with_its_knobs(self, capsys):
+        from harpe_lab.presets import PRESETS
+
         code, out, err = run(["replay", "--list"], capsys)
         assert code == 0 and err == ""
-        from harpe_lab import presets
-
-        names = list(getattr(presets, "PRESETS", None) or presets.STRATEGIES)
-        listed = [line.split()[0] for line in out.splitlines() if line and not line.startswith(" ")]
-        assert [n for n in listed if n in names] == names
-
-    def test_list_shows_knobs(self, capsys):
-        from harpe_lab import presets
-
-        if not hasattr(presets, "PRESETS"):
-            pytest.skip("the preset registry has no knob records yet")
-        code, out, _ = run(["replay", "--list"], capsys)
-        for preset in presets.PRESETS.values():
-            block = out.split(f"\n{preset.name} ", 1)[-1] if not out.startswith(preset.name + " ") else out
-            assert preset.family in block.splitlines()[0]
+        blocks: dict[str, list[str]] = {}
+        for line in out.splitlines():
+            if line and not line.startswith(" "):
+                blocks[line.split()[0]] = [line]
+            elif line.strip() and blocks:
+                blocks[list(blocks)[-1]].append(line.strip())
+        assert [n for n in blocks if n in PRESETS] == list(PRESETS)  # every preset, in registry order
+        for preset in PRESETS.values():
+            head, *knobs = blocks[preset.name]
+            assert head.split()[1] == preset.family and preset.description in head
             for knob in preset.knobs:
-                assert f"{knob.name} ({knob.unit})" in block
+                line = next(k for k in knobs if k.startswith(f"{knob.name} ({knob.unit}): default "))
+                assert ("derived" if knob.default is None else f"{knob.default:,}") in line
+                assert f"range {knob.minimum:,} to" in line
+                assert ("[--budget]" in line) == (knob is preset.budget_knob)
+
+    def test_set_another_knob(self, chat, capsys):
+        code, out, _ = run(["replay", chat, "--strategy", "chain", "--set", "n=1", "--format", "json"], capsys)
+        assert code == 0
+        assert [r["messages_sent"] for r in json.loads(out)["requests"]] == [1, 1, 1]
+
+    @pytest.mark.parametrize("option, fragment", [
+        (["--set", "n=0"], "n must be >= 1"),
+        (["--set", "depth=3"], "has no knob 'depth'; its knobs: budget, n"),
+        (["--set", "n"], "KNOB=VALUE"),
+        (["--set", "budget=900", "--budget", "800"], "give one of them"),
+    ])
+    def test_bad_knob_is_a_usage_error(self, chat, capsys, option, fragment):
+        assert_one_line_error(*run(["replay", chat, "--strategy", "chain", *option], capsys), 2, fragment)
+
+    def test_budget_on_a_strategy_without_one(self, chat, capsys):
+        assert_one_line_error(*run(["replay", chat, "--strategy", "full", "--budget", "900"], capsys), 2,
+                              "--budget does not apply to the 'full' strategy")
 
     def test_help_names_list(self, capsys):
         code, out, _ = run(["replay", "--help"], capsys)

@@ -100,6 +100,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--strategy", default="full", metavar="NAME", help="strategy name (default: full; see --list)")
     p.add_argument("--budget", type=positive_int, default=None, metavar="N",
                    help="the strategy's limit in tokens (default: the strategy's own; see --list)")
+    p.add_argument("--set", action="append", default=[], metavar="KNOB=VALUE", dest="knobs",
+                   help="set another knob of the strategy, e.g. --set n=50 (repeatable; see --list)")
     p.add_argument("--counter", type=_choice("--counter", COUNTERS), default="cl100k_base", metavar="NAME",
                    help=f"token counter: {', '.join(COUNTERS)} (default: cl100k_base)")
     p.add_argument("--pricing", default=None, metavar="MODEL",

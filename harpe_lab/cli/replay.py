@@ -56,68 +56,48 @@ _COST_TOTALS = (("cost_usd", "cost (USD)", usd), ("cost_usd_cached", "cost with 
 # --- the preset registry ------------------------------------------------------------------
 
 
-def _names() -> list[str]:
-    from .. import presets
-
-    registry = getattr(presets, "PRESETS", None)
-    return list(registry) if registry is not None else list(presets.STRATEGIES)
-
-
 def _preset(name: str) -> Any:
-    """The registry's preset ``name`` (``None`` while the registry has no `Preset` records);
-    a typo is a usage error listing the names, closest first."""
-    from .. import presets
+    """The registry's preset ``name``; a typo is a usage error listing the names, closest first."""
+    from ..presets import PRESETS
 
-    names = _names()
-    if name not in names:
-        close = difflib.get_close_matches(name, names, n=3, cutoff=0.5)
-        hint = f"did you mean {', '.join(close)}? " if close else ""
-        raise UsageError(f"unknown strategy {name!r}; {hint}choose one of: {', '.join(names)} "
-                         "(`harpe-lab replay --list` describes them)")
-    get = getattr(presets, "get_preset", None)
-    return get(name) if get is not None else None
-
-
-def _budget_default(preset: Any) -> int | None:
+    preset = PRESETS.get(name)
     if preset is None:
-        from ..presets import DEFAULT_BUDGET
-
-        return DEFAULT_BUDGET
-    for knob in preset.knobs:
-        if knob.name == "budget":
-            return knob.default
-    return None
+        close = difflib.get_close_matches(name, list(PRESETS), n=3, cutoff=0.5)
+        hint = f"did you mean {', '.join(close)}? " if close else ""
+        raise UsageError(f"unknown strategy {name!r}; {hint}choose one of: {', '.join(PRESETS)} "
+                         "(`harpe-lab replay --list` describes them)")
+    return preset
 
 
 def _range(knob: Any) -> str:
-    low = "-∞" if knob.minimum is None else plain(knob.minimum)
-    high = "∞" if knob.maximum is None else plain(knob.maximum)
-    return f"{low}–{high}"
+    high = "no limit" if knob.maximum is None else f"{knob.maximum:,}"
+    return f"{knob.minimum:,} to {high}"
 
 
 def list_presets(out: Any = None) -> None:
-    """Print every preset: name, family, one-line description, then its knobs with unit,
-    default and range."""
-    out = out or sys.stdout
-    from .. import presets
+    """Print every preset: name, family and one-line description, then its knobs with
+    unit, default and range (the one ``--budget`` sets is marked), then its caveat."""
+    from ..presets import PRESETS
 
-    registry = getattr(presets, "PRESETS", None)
-    if registry is None:  # the registry is still a list of names
-        print("\n".join(presets.STRATEGIES), file=out)
-        return
-    rows = [(p.name, p.family, p.description) for p in registry.values()]
-    width = max(len(r[0]) for r in rows)
-    fam = max(len(r[1]) for r in rows)
-    for p in registry.values():
-        print(f"{p.name:<{width}}  {p.family:<{fam}}  {p.description}", file=out)
+    out = out or sys.stdout
+    width = max(len(name) for name in PRESETS)
+    family = max(len(p.family) for p in PRESETS.values())
+    for p in PRESETS.values():
+        print(f"{p.name:<{width}}  {p.family:<{family}}  {p.description}", file=out)
+        indent = " " * (width + 4)
+        budget = p.budget_knob
         for k in p.knobs:
-            scales = ", scales with the conversation" if k.scales else ""
-            print(f"{'':<{width}}    --{k.name} ({k.unit}): default {plain(k.default)}, range {_range(k)}{scales}"
-                  if k.name == "budget" else
-                  f"{'':<{width}}    {k.name} ({k.unit}): default {plain(k.default)}, range {_range(k)}{scales}",
-                  file=out)
-    print("\nOn the command line, --budget sets a preset's budget knob; the other knobs keep their defaults.",
-          file=out)
+            default = "derived" if k.default is None else f"{k.default:,}"
+            flag = "  [--budget]" if budget is not None and k.name == budget.name else ""
+            scales = "; scales with the conversation" if k.scales else ""
+            print(f"{indent}{k.name} ({k.unit}): default {default}, range {_range(k)}{scales}{flag}", file=out)
+            if k.help:
+                print(f"{indent}    {k.help}", file=out)
+        if p.note:
+            print(f"{indent}note: {p.note}", file=out)
+        if not p.knobs:
+            print(f"{indent}no knobs: --budget does not apply", file=out)
+    print("\n--budget N sets the knob marked [--budget]; the other knobs keep their defaults.", file=out)
 
 
 # --- loading --------------------------------------------------------------------------------
@@ -152,12 +132,54 @@ def _load(path: str) -> Any:
 _ADVICE = re.compile(r"\.\s+(Raise|Lower|Pass|Increase|Use|Shorten|Unpin)\b.*$", re.S)
 
 
-def _replay(args: argparse.Namespace, conversation: Any, counter: Any, pricing: Any) -> Any:
+def _knobs(args: argparse.Namespace, preset: Any) -> dict[str, str]:
+    """``--set NAME=VALUE`` options as knob values (checked by the preset when it builds)."""
+    knobs: dict[str, str] = {}
+    for item in args.knobs:
+        name, sep, value = item.partition("=")
+        name = name.strip().replace("-", "_")
+        if not sep or not name or not value.strip():
+            raise UsageError(f"--set takes KNOB=VALUE, e.g. --set n=50, but {item!r} was passed")
+        if name not in {k.name for k in preset.knobs}:
+            names = ", ".join(k.name for k in preset.knobs) or "none"
+            raise UsageError(f"--set {item}: the {preset.name!r} strategy has no knob {name!r}; its knobs: {names}")
+        if preset.budget_knob is not None and name == preset.budget_knob.name and args.budget is not None:
+            raise UsageError(f"--set {item} and --budget both set {name}; give one of them")
+        knobs[name] = value.strip()
+    return knobs
+
+
+def _factory(args: argparse.Namespace, preset: Any, conversation: Any, counter: Any) -> Any:
     from ..presets import make_strategy
+
+    knobs: dict[str, Any] = {}
+    for name, text in _knobs(args, preset).items():
+        try:
+            knobs[name] = _whole_number(text)
+        except ValueError:
+            raise UsageError(f"--set {name}={text}: must be a whole number") from None
+    try:
+        return make_strategy(args.strategy, budget=args.budget, counter=counter, system=conversation.system,
+                             **knobs)
+    except BudgetError:
+        raise
+    except StrategyError as err:  # a knob value out of its range
+        raise UsageError(f"{args.strategy}: {' '.join(str(err).split())}") from err
+
+
+def _whole_number(text: str) -> int:
+    """``"50"``, ``"8_000"``, ``"8,000"``, ``"50.0"`` → an int; ValueError otherwise (the range
+    is the preset's to check)."""
+    value = float(text.replace("_", "").replace(",", ""))
+    if value != value or value != int(value):
+        raise ValueError(text)
+    return int(value)
+
+
+def _replay(args: argparse.Namespace, factory: Any, conversation: Any, counter: Any, pricing: Any) -> Any:
     from ..replay import replay
 
     try:
-        factory = make_strategy(args.strategy, budget=args.budget, counter=counter, system=conversation.system)
         return replay(conversation, factory, counter=counter, pricing=pricing, name=args.strategy)
     except BudgetError as err:
         what = _ADVICE.sub(".", " ".join(str(err).split()))
@@ -192,8 +214,9 @@ def cli_replay(args: argparse.Namespace) -> int:
     if args.path is None:
         raise UsageError("give the PATH of a transcript to replay, or --list to see the strategies")
     preset = _preset(args.strategy)
-    if preset is not None and preset.limit_kind is None and args.budget is not None:
-        raise UsageError(f"--budget does not apply to the {args.strategy!r} strategy (it has no limit); "
+    knob = preset.budget_knob
+    if knob is None and args.budget is not None:
+        raise UsageError(f"--budget does not apply to the {args.strategy!r} strategy (it has no budget); "
                          "drop --budget or choose a strategy with one (`harpe-lab replay --list`)")
     pricing = None
     if args.pricing is not None:
@@ -205,14 +228,14 @@ def cli_replay(args: argparse.Namespace) -> int:
             raise UsageError(f"--pricing: {' '.join(str(err).split())}") from err
     counter = _counter(args.counter)
     conversation = _load(args.path)
-    result = _replay(args, conversation, counter, pricing)
+    factory = _factory(args, preset, conversation, counter)
+    result = _replay(args, factory, conversation, counter, pricing)
 
     frame = result.requests
     columns = list(_COLUMNS) + (list(_COST_COLUMNS) if pricing is not None else [])
     totals_spec = list(_TOTALS) + (list(_COST_TOTALS) if pricing is not None else [])
     totals = result.totals()
-    budget = args.budget if args.budget is not None else (
-        _budget_default(preset) if preset is None or preset.limit_kind is not None else None)
+    budget = args.budget if args.budget is not None else (knob.default if knob is not None else None)
 
     if args.format == "csv":
         frame[[c for c, _, _ in columns]].to_csv(sys.stdout, index=False)
@@ -234,7 +257,7 @@ def cli_replay(args: argparse.Namespace) -> int:
         print(json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False))
         return 0
 
-    limit = f" at a budget of {budget:,} tokens" if budget is not None else ""
+    limit = f" at {knob.name.replace('_', ' ')} {budget:,} {knob.unit}" if knob is not None and budget else ""
     price = f" · priced as {pricing.model}" if pricing is not None else " · no pricing (add --pricing MODEL)"
     print(f"{args.path}: {_describe(conversation)}")
     print(f"strategy {args.strategy}{limit} · counter {args.counter}{price}")
