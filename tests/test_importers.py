@@ -302,6 +302,100 @@ class TestLoCoMo:
         assert [c.id for c in load_locomo_all(DATA / "locomo" / "locomo.json")] == ["conv-a", "conv-b"]
 
 
+def _realtalk(path: Path, **extra) -> Path:
+    """A REALTALK-shaped chat of our own writing: top-level session lists, ``clean_text``,
+    a speaker whose name changes case, an image shared as a URL, LoCoMo-style QA."""
+    sample = {
+        "session_1_date_time": "Mon, 4 Aug 2025",
+        "session_1": [
+            {"speaker": "Ines", "dia_id": "D1:1", "clean_text": "morning! did the plums ripen?",
+             "text": "morning!! did the plums ripen??"},
+            {"speaker": "Bruno", "dia_id": "D1:2", "clean_text": "two of them, the rest are still green"},
+            {"speaker": "ines", "dia_id": "D1:3", "clean_text": "look what I baked",
+             "img_url": ["https://example.org/plum-tart.jpg"]},
+        ],
+        "session_2": [
+            {"speaker": "Bruno", "dia_id": "D2:1", "clean_text": "the tart recipe please", "date_time": "Wed, 6 Aug 2025"},
+            {"speaker": "INES", "dia_id": "D2:2", "clean_text": "it is my grandmother's, from Braga"},
+        ],
+        "qa": [
+            {"question": "Where is Ines's grandmother from?", "answer": "Braga", "evidence": ["D2:2"], "category": 1},
+            {"question": "What did Ines bake?", "answer": "a plum tart", "evidence": ["D1:3; D9:1"], "category": 4},
+        ],
+        **extra,
+    }
+    path.write_text(json.dumps(sample), encoding="utf-8")
+    return path
+
+
+class TestRealTalk:
+    @pytest.fixture
+    def conv(self, tmp_path) -> Conversation:
+        return load_any(_realtalk(tmp_path / "Chat_9_Ines_Bruno.json"))
+
+    def test_load_any_recognises_the_variant_and_says_so(self, conv, tmp_path):
+        assert conv.metadata["format"] == "locomo" and conv.metadata["variant"] == "realtalk"
+        assert detect_format(tmp_path / "Chat_9_Ines_Bruno.json") == "locomo"
+        assert conv.id == "Chat_9_Ines_Bruno"
+        assert (conv.metadata["speaker_a"], conv.metadata["speaker_b"]) == ("Ines", "Bruno")
+
+    def test_messages(self, conv):
+        # Ines opens, so she plays the user, whatever the case of her name
+        assert conv.message_ids() == ["D1:1", "D1:2", "D1:3", "D2:start", "D2:1", "D2:2"]
+        assert [t.input.text for t in conv.turns] == [
+            "morning! did the plums ripen?",  # clean_text, not text
+            "look what I baked [shares a photo: https://example.org/plum-tart.jpg]",
+            "",
+            "it is my grandmother's, from Braga",
+        ]
+        assert [m.text for m in conv.turns[0].messages] == ["two of them, the rest are still green"]
+        assert conv.turns[2].metadata["synthetic_input"] is True
+        assert [m.text for m in conv.turns[2].messages] == ["the tart recipe please"]
+        assert conv.turns[0].metadata["date_time"] == "Mon, 4 Aug 2025"
+        assert conv.turns[3].metadata["date_time"] == "Wed, 6 Aug 2025"  # from the utterance
+        assert conv.turns[3].metadata["session"] == 2
+
+    def test_probes(self, conv):
+        assert conv.probes == (
+            Probe("Chat_9_Ines_Bruno:q0", 4, "Where is Ines's grandmother from?", "Braga", ("D2:2",), "multi-hop"),
+            Probe("Chat_9_Ines_Bruno:q1", 4, "What did Ines bake?", "a plum tart", ("D1:3",), "single-hop"),
+        )
+        assert conv.metadata["unknown_evidence"] == {"Chat_9_Ines_Bruno:q1": ("D9:1",)}
+
+    def test_named_speakers_choose_the_user(self, tmp_path):
+        conv = load_any(_realtalk(tmp_path / "c.json", name={"speaker_1": "Bruno", "speaker_2": "Ines"}))
+        assert conv.turns[0].metadata.get("synthetic_input") is True  # Bruno plays the user; Ines opened
+        assert conv.turns[1].input.text == "two of them, the rest are still green"
+
+    def test_missing_dia_ids_are_made_from_the_position(self, tmp_path):
+        path = tmp_path / "no_ids.json"
+        path.write_text(json.dumps({"session_1": [{"speaker": "A", "clean_text": "hi"},
+                                                  {"speaker": "B", "clean_text": "hello"}]}))
+        conv = load_any(path)
+        assert conv.metadata["variant"] == "realtalk" and conv.message_ids() == ["D1:1", "D1:2"]
+
+    def test_locomo_says_its_variant_too(self, locomo_conv):
+        assert locomo_conv.metadata["variant"] == "locomo"
+
+    def test_a_session_that_is_not_a_list_is_not_realtalk(self, tmp_path):
+        path = tmp_path / "odd.json"
+        path.write_text(json.dumps({"session_1": "hello"}))
+        with pytest.raises(ImportFormatError, match=r"locomo: the top-level object: session_1 is not a list"):
+            load_any(path)
+
+
+@pytest.mark.real_data
+def test_real_realtalk_if_present(real_data):
+    files = sorted((real_data / "realtalk").glob("*.json")) if (real_data / "realtalk").is_dir() else []
+    if not files:
+        pytest.skip("no REALTALK sample in the shared real data (see its README)")
+    conv = load_any(files[0])
+    assert conv.metadata["variant"] == "realtalk"
+    assert len(conv.turns) > 10 and conv.probes
+    known = set(conv.message_ids())
+    assert all(set(p.evidence) <= known for p in conv.probes)
+
+
 class TestLongMemEval:
     def test_has_answer_messages_are_the_evidence_of_the_final_probe(self):
         c = load_longmemeval(DATA / "longmemeval" / "longmemeval.json")

@@ -13,7 +13,8 @@ format                  what                                            reader
 ``harpe_lab``           harpe_lab's own lossless JSON                   `load_conversation`
 ``claude_code``         Claude Code session JSONL                       `load_claude_code`
 ``codex``               Codex CLI rollout JSONL                         `load_codex`
-``locomo``              LoCoMo dialogues with QA (many)                 `load_locomo`
+``locomo``              LoCoMo-family dialogues with QA (many):         `load_locomo`
+                        LoCoMo, REALTALK (``metadata["variant"]``)
 ``longmemeval``         LongMemEval questions with haystacks (many)     `load_longmemeval`
 ``tau_bench``           tau-bench trajectories (many)                   `load_tau_bench`
 ``swe_agent``           SWE-agent ``.traj``                             `load_swe_agent`

@@ -18,6 +18,23 @@ dialogue; their ``answer`` is ``"Not mentioned in the conversation"`` and the mi
 answer LoCoMo offers is kept in ``metadata["adversarial_answers"]``. Evidence written as
 ``"D8:6; D9:17"`` is split; ids that name no utterance are dropped and listed in
 ``metadata["unknown_evidence"]``.
+
+Variants of the LoCoMo family are read by the same importer; ``metadata["variant"]`` says
+which one it chose:
+
+``locomo``
+    the original: samples with a ``conversation`` object holding ``speaker_a``,
+    ``speaker_b`` and the ``session_N`` lists.
+``realtalk``
+    REALTALK (real messaging-app chats over 21 days): the ``session_N`` lists are top-level
+    keys of each sample, with no ``conversation`` wrapper and no ``speaker_a``; utterances
+    hold ``clean_text`` (or ``text``); a speaker's name may differ in case between
+    utterances; shared images are URLs (``img_url``), not captions. The first speaker of the
+    first session plays the user, unless the sample names its speakers (``name`` with
+    ``speaker_1``, or ``speaker_a``). Speakers are matched without regard to case; an image
+    is shown as ``[shares a photo: <caption or URL>]``; an utterance without a ``dia_id``
+    gets ``D<session>:<position>``. Session dates come from ``session_N_date_time`` or the
+    first utterance's ``date_time``.
 """
 
 from __future__ import annotations
@@ -29,7 +46,7 @@ from ..conversation import Conversation, Probe
 from ..messages import AssistantMessage, UserInput
 from ._common import Source, TurnBuilder, checked_items, conversation, document_items, item_where, read_source, select
 
-__all__ = ["load_locomo", "load_locomo_all", "LOCOMO_CATEGORIES"]
+__all__ = ["load_locomo", "load_locomo_all", "LOCOMO_CATEGORIES", "VARIANTS"]
 
 FORMAT = "locomo"
 LOCOMO_CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
@@ -51,20 +68,46 @@ def load_locomo_all(path: Any) -> list[Conversation]:
     return [_convert(src, s, k) for k, s in enumerate(_samples(src))]
 
 
+VARIANTS = ("locomo", "realtalk")
+"""The LoCoMo-family variants this importer reads (see the module doc)."""
+
+
+def _variant(sample: Any) -> str | None:
+    """``"locomo"`` or ``"realtalk"`` for a sample of either shape, else why not (prefixed
+    with ``"!"``)."""
+    if not isinstance(sample, Mapping):
+        return "!is not an object"
+    if not isinstance(sample.get("qa", []), list):
+        return "!'qa' is not a list"
+    conv = sample.get("conversation")
+    if isinstance(conv, Mapping):
+        if "speaker_a" not in conv or not any(_SESSION.fullmatch(key) for key in conv):
+            return "!'conversation' has no speaker_a and session_N keys"
+        return "locomo"
+    sessions = [key for key in sample if _SESSION.fullmatch(key)]
+    if not sessions:
+        return "!has no 'conversation' object (LoCoMo) and no top-level session_N lists (REALTALK)"
+    for key in sessions:
+        utterances = sample[key]
+        if not isinstance(utterances, list):
+            return f"!{key} is not a list of utterances"
+        if utterances:
+            u = utterances[0]
+            if not isinstance(u, Mapping) or "speaker" not in u or not ("clean_text" in u or "text" in u):
+                return f"!{key}[0] is not an utterance with 'speaker' and 'clean_text' or 'text'"
+    return "realtalk"
+
+
 def sniff(src: Source) -> str | None:
-    """``None`` when the file is LoCoMo, else why not."""
+    """``None`` when the file is LoCoMo or a LoCoMo-family variant, else why not."""
     doc = src.doc
     items = document_items(src)
     if isinstance(items, str):
         return items
     for k, s in enumerate(items):
-        if not isinstance(s, Mapping) or not isinstance(s.get("conversation"), Mapping):
-            return f"{item_where(doc, k)}: has no 'conversation' object"
-        if not isinstance(s.get("qa", []), list):
-            return f"{item_where(doc, k)}: 'qa' is not a list"
-        conv = s["conversation"]
-        if "speaker_a" not in conv or not any(_SESSION.fullmatch(key) for key in conv):
-            return f"{item_where(doc, k)}: 'conversation' has no speaker_a and session_N keys"
+        variant = _variant(s)
+        if variant is not None and variant.startswith("!"):
+            return f"{item_where(doc, k)}: {variant[1:]}"
     return None
 
 
@@ -72,19 +115,56 @@ def _samples(src: Source) -> list[Mapping[str, Any]]:
     return checked_items(src, sniff, "LoCoMo")
 
 
-def _text(utterance: Mapping[str, Any]) -> str:
-    text = str(utterance.get("text", ""))
+def _images(utterance: Mapping[str, Any]) -> list[str]:
+    """What a shared image shows: its caption when the source has one, else its URL(s)."""
     caption = utterance.get("blip_caption")
     if caption:
-        text = f"{text} [shares a photo: {caption}]" if text else f"[shares a photo: {caption}]"
+        return [str(c) for c in caption] if isinstance(caption, list) else [str(caption)]
+    urls = utterance.get("img_url")
+    if isinstance(urls, str):
+        urls = [urls]
+    return [str(u) for u in urls or () if u]
+
+
+def _text(utterance: Mapping[str, Any]) -> str:
+    text = str(utterance.get("clean_text", utterance.get("text", "")) or "")
+    for shown in _images(utterance):
+        text = f"{text} [shares a photo: {shown}]" if text else f"[shares a photo: {shown}]"
     return text
 
 
+def _realtalk_speakers(sample: Mapping[str, Any], sessions: list[tuple[int, str]]) -> tuple[str, str]:
+    """(user, other) for a REALTALK sample: named speakers when given, else the first two
+    speakers in order of appearance."""
+    names = sample.get("name")
+    if isinstance(names, Mapping) and names.get("speaker_1"):
+        return str(names["speaker_1"]), str(names.get("speaker_2", ""))
+    if sample.get("speaker_a"):
+        return str(sample["speaker_a"]), str(sample.get("speaker_b", ""))
+    seen: list[str] = []
+    for _, key in sessions:
+        for u in sample[key]:
+            name = str(u.get("speaker", "")) if isinstance(u, Mapping) else ""
+            if name and name.casefold() not in [s.casefold() for s in seen]:
+                seen.append(name)
+            if len(seen) == 2:
+                return seen[0], seen[1]
+    return (seen + ["", ""])[0], (seen + ["", ""])[1]
+
+
 def _convert(src: Source, sample: Mapping[str, Any], k: int) -> Conversation:
-    conv = sample["conversation"]
-    ident = str(sample.get("sample_id", f"{src.path.stem}-{k}"))
-    speaker_a = conv["speaker_a"]
-    sessions = sorted((int(m.group(1)), key) for key in conv if (m := _SESSION.fullmatch(key)))
+    variant = _variant(sample)
+    # a file holding one sample is named after the file; samples of a list by position
+    ident = str(sample.get("sample_id") or (f"{src.path.stem}-{k}" if isinstance(src.doc, list) else src.path.stem))
+    if variant == "locomo":
+        conv = sample["conversation"]
+        sessions = sorted((int(m.group(1)), key) for key in conv if (m := _SESSION.fullmatch(key)))
+        speaker_a, speaker_b = str(conv["speaker_a"]), str(conv.get("speaker_b", ""))
+    else:
+        conv = sample
+        sessions = sorted((int(m.group(1)), key) for key in conv if (m := _SESSION.fullmatch(key)))
+        speaker_a, speaker_b = _realtalk_speakers(sample, sessions)
+    user = speaker_a.casefold()
     builder = TurnBuilder()
     known: set[str] = set()
     for n, key in sessions:
@@ -92,14 +172,18 @@ def _convert(src: Source, sample: Mapping[str, Any], k: int) -> Conversation:
         if not isinstance(utterances, list):
             raise src.error(f"sample {ident} {key}", f"expected a list of utterances, got {type(utterances).__name__}")
         date = str(conv.get(f"{key}_date_time", ""))
+        if not date and utterances and isinstance(utterances[0], Mapping):
+            date = str(utterances[0].get("date_time", "") or "")
         for j, u in enumerate(utterances):
-            if not isinstance(u, Mapping) or "dia_id" not in u or "speaker" not in u:
+            if variant == "locomo" and (not isinstance(u, Mapping) or "dia_id" not in u or "speaker" not in u):
                 raise src.error(f"sample {ident} {key}[{j}]", "an utterance needs 'speaker', 'dia_id' and 'text'")
-            dia = str(u["dia_id"])
+            if not isinstance(u, Mapping) or "speaker" not in u:
+                raise src.error(f"sample {ident} {key}[{j}]", "an utterance needs 'speaker' and 'clean_text' or 'text'")
+            dia = str(u.get("dia_id") or f"D{n}:{j + 1}")
             if dia in known:
                 raise src.error(f"sample {ident} {key}[{j}]", f"dia_id {dia!r} appears twice")
             known.add(dia)
-            if u["speaker"] == speaker_a:
+            if str(u["speaker"]).casefold() == user:
                 builder.user(UserInput(_text(u)), dia, session=n, date_time=date)
             else:
                 if j == 0:
@@ -129,8 +213,9 @@ def _convert(src: Source, sample: Mapping[str, Any], k: int) -> Conversation:
         probes.append(Probe(id=pid, asked_at=len(turns), question=str(item["question"]), answer=answer,
                             evidence=tuple(evidence), category=name))
     meta: dict[str, Any] = {
+        "variant": variant,
         "speaker_a": speaker_a,
-        "speaker_b": conv.get("speaker_b", ""),
+        "speaker_b": speaker_b,
         "sessions": len(sessions),
     }
     if unknown:
