@@ -38,11 +38,13 @@ import threading
 import time
 import types
 import typing
+import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Literal, Mapping, Protocol, Sequence, Union, runtime_checkable
 
-from .context import ContextCompacted, FullContext
+from .context import FullContext
+from .protocol import ContextCompacted, DistillCall, ReportsEvents
 from .errors import AgentError
 from .journal import Journal, JsonlLogger, TurnData, TurnLog
 from .messages import (
@@ -780,21 +782,35 @@ def ask(
     user = UserInput(message, tuple(_attachment(a) for a in attachments))
 
     log = _Log(logger)
-    forward = hasattr(ctx, "on_event")
-    if forward:  # a context's ContextCompacted reaches interact.emit too
-        own = ctx.on_event
-
-        def on_event(event: Any) -> None:
-            if own is not None:
-                own(event)
-            interact.emit(event)
-
-        ctx.on_event = on_event
+    if isinstance(ctx, ReportsEvents):  # a context's events reach this turn's interact.emit too
+        _listen(ctx)
+    token = _INTERACT.set(interact)
     try:
         return _turn(user, brain, box, schemas, ctx, log, interact, max_tool_rounds, max_retries, max_output_tokens)
     finally:
-        if forward:
-            ctx.on_event = own
+        _INTERACT.reset(token)
+
+
+_INTERACT: contextvars.ContextVar[Any] = contextvars.ContextVar("harpe_lab_interact", default=None)
+_LISTENED: "weakref.WeakSet[Any]" = weakref.WeakSet()
+
+
+def _forward(event: Any) -> None:
+    interact = _INTERACT.get()
+    # the engine's metering is not one of Harpe's turn events
+    if interact is not None and not isinstance(event, DistillCall):
+        interact.emit(event)
+
+
+def _listen(ctx: Any) -> None:
+    """Subscribe the forwarder once per context (``ask`` runs once per turn on the same one)."""
+    try:
+        if ctx in _LISTENED:
+            return
+        _LISTENED.add(ctx)
+    except TypeError:
+        raise AgentError(f"{type(ctx).__name__} reports events but cannot be weakly referenced; give it __weakref__")
+    ctx.subscribe(_forward)
 
 
 def _turn(user: UserInput, brain: Brain, box: Mapping[str, Tool], schemas: list[dict[str, Any]], ctx: Any,

@@ -1,4 +1,4 @@
-"""Harpe's context lifecycle and its four strategies, reproduced exactly.
+"""Harpe's four context strategies, reproduced exactly (the lifecycle is `harpe_lab.protocol`).
 
 A *context* decides what goes into each model request. The engine drives it through a turn::
 
@@ -14,11 +14,11 @@ tokens than its high-water mark. See ``docs/concepts.md`` and the Harpe specific
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-from typing import Callable, Iterable, Protocol, Sequence, runtime_checkable
+from typing import Callable, Iterable, Sequence
 
 from .errors import StrategyError
 from .messages import AssistantMessage, Message, Rendered, ToolResults, Usage, UserInput
+from .protocol import Compaction, Context, ContextCompacted, Distill, EventHub, Limit, MeteredDistill
 
 __all__ = [
     "Context",
@@ -32,6 +32,7 @@ __all__ = [
     "message_chars",
     "turn_groups",
     "SUMMARY_HEADER",
+    "CHARS_PER_TOKEN",
     "DISTILL_SYSTEM",
     "distill_request",
 ]
@@ -47,40 +48,11 @@ DISTILL_SYSTEM = (
 )
 
 
-@dataclass(frozen=True)
-class Compaction:
-    """What `Context.compact` returns: the request to send, and whether history was cut
-    (so the engine must restart the provider session from ``rendered``)."""
-
-    rendered: Rendered
-    compacted: bool
-
-
-@dataclass(frozen=True)
-class ContextCompacted:
-    """Event: a compaction dropped ``dropped_messages`` messages (messages, not turns)."""
-
-    dropped_messages: int
-
-
-@runtime_checkable
-class Context(Protocol):
-    """The lifecycle every context strategy implements (Harpe ≥ 0.8)."""
-
-    def begin_turn(self, input: UserInput) -> None: ...
-
-    def append(self, message: Message) -> None: ...
-
-    def compact(self) -> Compaction: ...
-
-    def observe(self, usage: Usage) -> None: ...
-
-    def commit_turn(self) -> None: ...
-
-    def abort_turn(self) -> None: ...
-
-
 # --- truncation -------------------------------------------------------------------------
+
+
+CHARS_PER_TOKEN = 4
+"""Harpe's rule of thumb: a token is about 4 characters (24,000 chars ≈ 6k tokens)."""
 
 
 def message_chars(message: Message) -> int:
@@ -202,6 +174,11 @@ class WindowedContext(_TranscriptContext):
         super().__init__(base_system, initial)
         self.max_chars = max_chars
 
+    @property
+    def limit(self) -> Limit:
+        """A target of ``max_chars / 4`` tokens: Harpe's 4 characters a token, an estimate."""
+        return Limit(tokens=self.max_chars // CHARS_PER_TOKEN, kind="target")
+
     def compact(self) -> Compaction:
         return Compaction(Rendered(self.base_system, tuple(truncate(self._transcript, self.max_chars))), False)
 
@@ -258,9 +235,6 @@ def distill_request(dropped: Sequence[Message], summary: str) -> str:
     return "".join(parts)
 
 
-Distill = Callable[[Rendered], "str | None"]
-
-
 class SummarizingContext(_TranscriptContext):
     """Fold the oldest turns into a running summary once the provider reports more than
     ``high_water_tokens`` input tokens; keep the newest turns that fit ``low_water_chars``.
@@ -268,7 +242,8 @@ class SummarizingContext(_TranscriptContext):
     Reactive, as in Harpe: the count compared is the previous reply's, so one oversized
     request can go out before compaction. ``distill(Rendered) -> str | None`` receives
     Harpe's distill system prompt and request text; ``None`` means "not this time" and
-    leaves everything as it was. Each compaction emits `ContextCompacted` to ``on_event``.
+    leaves everything as it was. Each distill call is reported as a `DistillCall` and each
+    compaction as `ContextCompacted`, to ``on_event`` and to every `subscribe` d sink.
     """
 
     def __init__(
@@ -285,25 +260,34 @@ class SummarizingContext(_TranscriptContext):
             raise StrategyError(f"high_water_tokens must be an int > 0, got {high_water_tokens!r}")
         if not isinstance(low_water_chars, int) or isinstance(low_water_chars, bool) or low_water_chars < 0:
             raise StrategyError(f"low_water_chars must be an int >= 0, got {low_water_chars!r}")
-        if distill is None or not callable(distill):
-            raise StrategyError(
-                f"distill must be a callable Rendered -> str | None, got {distill!r}; "
-                "use harpe_lab.summarize.ExtractiveDistiller for an offline one"
-            )
+        self._events = EventHub(on_event)
+        self._distill = MeteredDistill(distill, self._events)
         super().__init__(base_system, initial)
         self.high_water_tokens = high_water_tokens
         self.low_water_chars = low_water_chars
-        self.distill = distill
-        self.on_event = on_event
         self._summary = ""
         self._marked_summary = ""
         self._last_input_tokens = 0
         self._marked_input_tokens = 0
 
     @property
+    def distill(self) -> Distill:
+        """The distiller this context calls."""
+        return self._distill.distill
+
+    @property
+    def limit(self) -> Limit:
+        """The reactive high-water mark."""
+        return Limit(tokens=self.high_water_tokens, kind="high_water")
+
+    @property
     def summary(self) -> str:
         """The current running summary ("" before the first compaction)."""
         return self._summary
+
+    def subscribe(self, sink: Callable[[object], None]) -> None:
+        """Also report every event to ``sink``."""
+        self._events.subscribe(sink)
 
     def begin_turn(self, input: UserInput) -> None:
         super().begin_turn(input)
@@ -326,15 +310,14 @@ class SummarizingContext(_TranscriptContext):
         if drop == 0:
             return False
         request = distill_request(self._transcript[:drop], self._summary)
-        text = self.distill(Rendered(DISTILL_SYSTEM, (UserInput(request),)))
+        text = self._distill(Rendered(DISTILL_SYSTEM, (UserInput(request),)))
         if text is None:
             return False
         if not isinstance(text, str):
             raise StrategyError(f"distill must return a str or None, got {type(text).__name__}")
         self._summary = text
         self._transcript = kept
-        if self.on_event is not None:
-            self.on_event(ContextCompacted(drop))
+        self._events.emit(ContextCompacted(drop))
         return True
 
     def abort_turn(self) -> None:

@@ -1,74 +1,262 @@
-"""Named strategies with one budget knob, for the CLI, the demo, sweeps and widgets.
+"""The preset registry: every named strategy a person can pick, as data.
 
-``make_strategy(name, budget=..., counter=...)`` returns a zero-argument factory for
-`harpe_lab.replay.replay`. ``budget`` is in tokens for every preset; presets that Harpe
-measures in characters convert at 4 characters a token:
+A `Preset` has a name, a family, a one-line description, its `Knob` s (unit, default, valid
+range, whether a sensible value grows with the conversation) and what it needs (a token
+counter, a distiller). ``preset.build(**knobs)`` returns a zero-argument factory that builds
+a *fresh* strategy — and a fresh distiller — at every call, so replays never share state.
+The CLI, the widgets, the demo and the report read this registry; nothing else tests a
+strategy's name.
 
-=====================  ===================================================================
-``full``               FullContext (budget ignored)
-``windowed``           WindowedContext, ``max_chars = 4 * budget``
-``turn``               TurnContext (budget ignored)
-``summarizing``        SummarizingContext, high water ``budget`` tokens, low water
-                       ``2 * budget`` chars (about half the budget), offline distiller
-``sliding``            orion SlidingWindow of ``budget`` tokens (reserve 10% of it)
-``summarize-window``   orion SummarizeWindow of ``budget`` tokens, offline distiller
-``chain``              Laser Chain([LastN(100), TokenBudget(budget)])
-=====================  ===================================================================
+"Budget" means the same for every preset: tokens of the whole request (system prompt, tool
+schemas, messages and chat overhead) as the replay's counter prices them. Harpe's windowed
+strategy measures characters and converts at `CHARS_PER_TOKEN`; the summarizing strategy's
+knobs are its high- and low-water marks.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
 
-from .context import FullContext, SummarizingContext, TurnContext, WindowedContext
+from .context import CHARS_PER_TOKEN, FullContext, SummarizingContext, TurnContext, WindowedContext
 from .errors import StrategyError
+from .messages import Rendered
+from .protocol import Distill, Limit, LimitKind, fresh_distiller
 
-__all__ = ["STRATEGIES", "make_strategy", "DEFAULT_BUDGET"]
+__all__ = ["Knob", "Preset", "PRESETS", "STRATEGIES", "DEFAULT_BUDGET", "get_preset", "make_strategy"]
 
 DEFAULT_BUDGET = 8_000
-STRATEGIES = ("full", "windowed", "turn", "summarizing", "sliding", "summarize-window", "chain")
+Factory = Callable[[], Any]
 
 
-def _default_distill(budget: int) -> Callable:
+def _whole(name: str, value: Any, minimum: int, maximum: int | None) -> int:
+    """``value`` as an int: integral floats (8000.0) are accepted, anything else refused."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise StrategyError(f"{name} must be a whole number, got {value!r}")
+    if isinstance(value, float):
+        if not math.isfinite(value) or value != int(value):
+            raise StrategyError(f"{name} must be a whole number, got {value!r}")
+        value = int(value)
+    if value < minimum or (maximum is not None and value > maximum):
+        upper = "" if maximum is None else f" and <= {maximum:,}"
+        raise StrategyError(f"{name} must be >= {minimum:,}{upper}, got {value!r}")
+    return value
+
+
+@dataclass(frozen=True, kw_only=True)
+class Knob:
+    """One setting of a preset."""
+
+    name: str
+    unit: str
+    """``"tokens"``, ``"messages"``, …"""
+    default: int | None
+    """``None``: derived from the other knobs, as `help` says."""
+    minimum: int = 1
+    maximum: int | None = None
+    scales: bool = False
+    """Whether a sensible value grows with the conversation's size (a budget does; a count
+    of messages does not): views set its range from the conversation."""
+    help: str = ""
+
+    def check(self, value: Any) -> int:
+        return _whole(self.name, value, self.minimum, self.maximum)
+
+    def range_for(self, peak_tokens: int) -> tuple[int, int]:
+        """A slider range for a conversation whose largest full-history request is
+        ``peak_tokens``: up to a little above it for knobs that scale, else the declared
+        range (``maximum`` or ten times the default)."""
+        if self.scales:
+            high = max(self.minimum + 1, math.ceil(peak_tokens * 1.1))
+        else:
+            high = self.maximum or max(self.minimum + 1, 10 * (self.default or self.minimum))
+        return self.minimum, high if self.maximum is None else min(high, self.maximum)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Preset:
+    """A named strategy with its knobs; `build` makes a factory."""
+
+    name: str
+    family: str
+    description: str
+    knobs: tuple[Knob, ...] = ()
+    needs: frozenset[str] = frozenset()
+    """``"counter"`` (prices tokens itself), ``"distill"`` (calls a distiller)."""
+    limit_kind: LimitKind | None = None
+    """What kind of `Limit` its strategies declare (``None``: no limit)."""
+    note: str = ""
+    """When another knob binds before the budget, or other caveats."""
+    _make: Callable[..., Factory] = field(repr=False, compare=False)
+
+    def knob(self, name: str) -> Knob:
+        for k in self.knobs:
+            if k.name == name:
+                return k
+        raise StrategyError(
+            f"the {self.name!r} preset has no knob {name!r}; its knobs: {[k.name for k in self.knobs] or 'none'}"
+        )
+
+    @property
+    def budget_knob(self) -> Knob | None:
+        """The knob a single "budget" sets: ``budget``, or ``high_water`` for summarizing."""
+        for k in self.knobs:
+            if k.name in ("budget", "high_water"):
+                return k
+        return None
+
+    def build(self, *, counter: Any = None, system: str = "", tools: tuple = (), distill: Distill | None = None,
+              **knobs: Any) -> Factory:
+        """A zero-argument factory of fresh strategies with these knob values (defaults for
+        the others). ``distill`` replaces the offline default distiller; a stateful one is
+        renewed (``fresh()``) for every strategy built."""
+        if "counter" in self.needs and counter is None:
+            raise StrategyError(f"the {self.name!r} strategy prices tokens itself: pass counter=")
+        values: dict[str, int | None] = {}
+        for k in self.knobs:
+            value = knobs.pop(k.name, None)
+            values[k.name] = k.default if value is None else k.check(value)
+        if knobs:
+            raise StrategyError(
+                f"the {self.name!r} preset has no knob {sorted(knobs)[0]!r}; "
+                f"its knobs: {[k.name for k in self.knobs] or 'none'}"
+            )
+        if distill is not None and not callable(distill):
+            raise StrategyError(f"distill must be a callable Rendered -> str | None, got {distill!r}")
+        return self._make(counter=counter, system=system, tools=tuple(tools), distill=distill, **values)
+
+
+def _distiller(distill: Distill | None, budget: int) -> Callable[[], Distill]:
+    if distill is not None:
+        return lambda: fresh_distiller(distill)
     from .summarize import ExtractiveDistiller
 
-    return ExtractiveDistiller(max_chars=max(400, budget))
+    shared = ExtractiveDistiller(max_chars=max(400, budget))  # stateless: its caches are pure
+    return lambda: shared
 
 
-def make_strategy(
-    name: str,
-    *,
-    budget: int | None = None,
-    counter: Any = None,
-    system: str = "",
-    distill: Callable | None = None,
-    tools: tuple = (),
-) -> Callable[[], Any]:
-    """A zero-argument context factory for the preset ``name`` at ``budget`` tokens."""
-    if name not in STRATEGIES:
-        raise StrategyError(f"strategy must be one of {list(STRATEGIES)}, but {name!r} was passed")
-    budget = DEFAULT_BUDGET if budget is None else budget
-    if not isinstance(budget, int) or budget <= 0:
-        raise StrategyError(f"budget must be a positive number of tokens, got {budget!r}")
-    if name == "full":
-        return lambda: FullContext(system)
-    if name == "windowed":
-        return lambda: WindowedContext(system, max_chars=4 * budget)
-    if name == "turn":
-        return lambda: TurnContext(system)
-    d = distill or _default_distill(budget)
-    if name == "summarizing":
-        return lambda: SummarizingContext(system, high_water_tokens=budget, low_water_chars=2 * budget, distill=d)
-    if counter is None:
-        raise StrategyError(f"the {name!r} strategy counts tokens itself: pass counter=")
-    from .strategies import laser, orion
+def _fixed_tokens(counter: Any, system: str, tools: tuple) -> int:
+    """What a request costs before any message: system prompt, tool schemas, reply priming."""
+    return int(counter.count_rendered(Rendered(system, ()), tools))
 
-    reserve = max(1, budget // 10)
-    if name == "sliding":
-        window = orion.SlidingWindow(budget, counter=counter, reserve_tokens=reserve)
+
+def _full(*, system: str, **_: Any) -> Factory:
+    return lambda: FullContext(system)
+
+
+def _turn(*, system: str, **_: Any) -> Factory:
+    return lambda: TurnContext(system)
+
+
+def _windowed(*, system: str, budget: int, **_: Any) -> Factory:
+    return lambda: WindowedContext(system, max_chars=CHARS_PER_TOKEN * budget)
+
+
+def _summarizing(*, system: str, distill: Distill | None, high_water: int, low_water: int | None, **_: Any) -> Factory:
+    low = high_water // 2 if low_water is None else low_water
+    make = _distiller(distill, high_water)
+    return lambda: SummarizingContext(system, high_water_tokens=high_water, low_water_chars=CHARS_PER_TOKEN * low,
+                                      distill=make())  # fmt: skip
+
+
+def _orion(summarize: bool) -> Callable[..., Factory]:
+    def build(*, counter: Any, system: str, tools: tuple, distill: Distill | None, budget: int, reserve: int | None,
+              **_: Any) -> Factory:
+        from .strategies import orion
+
+        spare = max(1, budget // 10) if reserve is None else reserve
+        if summarize:
+            make = _distiller(distill, budget)
+            return lambda: orion.OrionContext(system, orion.SummarizeWindow(
+                budget + spare, counter=counter, distill=make(), reserve_tokens=spare), tools=tools)
+        window = orion.SlidingWindow(budget + spare, counter=counter, reserve_tokens=spare)
         return lambda: orion.OrionContext(system, window, tools=tools)
-    if name == "summarize-window":
-        window = orion.SummarizeWindow(budget, counter=counter, distill=d, reserve_tokens=reserve)
-        return lambda: orion.OrionContext(system, window, tools=tools)
-    policy = laser.Chain([laser.LastN(100), laser.TokenBudget(budget)])
-    return lambda: laser.PolicyContext(system, policy)
+
+    return build
+
+
+def _chain(*, counter: Any, system: str, tools: tuple, budget: int, n: int, **_: Any) -> Factory:
+    from .strategies import laser
+
+    room = budget - _fixed_tokens(counter, system, tools)
+    if room < 1:
+        raise StrategyError(
+            f"budget {budget:,} tokens leaves no room for messages: the system prompt and tools alone take "
+            f"{budget - room:,}; raise the budget"
+        )
+    policy = laser.Chain([laser.LastN(n), laser.TokenBudget(room, estimator=laser.MessagePrice(counter))])
+    limit = Limit(tokens=budget, kind="target")
+    return lambda: laser.PolicyContext(system, policy, limit=limit)
+
+
+def _budget(help: str) -> Knob:
+    return Knob(name="budget", unit="tokens", default=DEFAULT_BUDGET, minimum=1, scales=True, help=help)
+
+
+def _reserve() -> Knob:
+    return Knob(name="reserve", unit="tokens", default=None, minimum=0, scales=True,
+                help="tokens kept free for the reply, beside the budget (default: 10% of the budget)")
+
+
+_ALL = (
+    Preset(name="full", family="harpe", description="Harpe's FullContext: the whole transcript, every request",
+           _make=_full),
+    Preset(name="windowed", family="harpe",
+           description="Harpe's WindowedContext: the newest whole turns that fit the budget (measured in characters)",
+           knobs=(_budget(f"the window, converted to characters at {CHARS_PER_TOKEN} a token"),),
+           limit_kind="target", _make=_windowed,
+           note="the current turn is never cut, so a long agent turn goes over the budget"),
+    Preset(name="turn", family="harpe", description="Harpe's TurnContext: only the current turn", _make=_turn),
+    Preset(name="summarizing", family="harpe",
+           description="Harpe's SummarizingContext: fold the oldest turns into a summary above the high water",
+           knobs=(Knob(name="high_water", unit="tokens", default=DEFAULT_BUDGET, scales=True,
+                       help="compact after the provider reports more input tokens than this"),
+                  Knob(name="low_water", unit="tokens", default=None, minimum=0, scales=True,
+                       help=f"keep the newest turns that fit this (as {CHARS_PER_TOKEN}× characters); "
+                            "default: half the high water")),
+           needs=frozenset({"distill"}), limit_kind="high_water", _make=_summarizing,
+           note="reactive: the request that crosses the high water goes out before the compaction"),
+    Preset(name="sliding", family="orion",
+           description="orion's SlidingWindow: pinned turns, the latest turn and the newest turns within the budget",
+           knobs=(_budget("the most tokens a request may use"), _reserve()),
+           needs=frozenset({"counter"}), limit_kind="budget", _make=_orion(False)),
+    Preset(name="summarize-window", family="orion",
+           description="orion's SummarizeWindow: the sliding window, with what falls out folded into a summary",
+           knobs=(_budget("the most tokens a request may use, summary included"), _reserve()),
+           needs=frozenset({"counter", "distill"}), limit_kind="budget", _make=_orion(True)),
+    Preset(name="chain", family="laser",
+           description="Laser's Chain([LastN(n), TokenBudget]): the last n messages, newest first, within the budget",
+           knobs=(_budget("the request's tokens, system and tools included"),
+                  Knob(name="n", unit="messages", default=100, minimum=1, help="keep at most the last n messages")),
+           needs=frozenset({"counter"}), limit_kind="target", _make=_chain,
+           note="the budget binds only when the last n messages take more than it; the newest message is always kept"),
+)
+
+PRESETS: Mapping[str, Preset] = {p.name: p for p in _ALL}
+STRATEGIES: tuple[str, ...] = tuple(PRESETS)
+
+
+def get_preset(name: str) -> Preset:
+    """The preset called ``name``."""
+    preset = PRESETS.get(name) if isinstance(name, str) else None
+    if preset is None:
+        raise StrategyError(f"strategy must be one of {list(PRESETS)}, but {name!r} was passed")
+    return preset
+
+
+def make_strategy(name: str, *, budget: Any = None, counter: Any = None, system: str = "",
+                  distill: Distill | None = None, tools: tuple = (), **knobs: Any) -> Factory:
+    """A zero-argument factory of fresh strategies for the preset ``name``.
+
+    ``budget`` sets the preset's budget knob (``high_water`` for summarizing) and is ignored
+    by presets without one; other knobs by name. Unset knobs take their defaults.
+    """
+    preset = get_preset(name)
+    if budget is not None:
+        target = preset.budget_knob
+        if target is not None:
+            knobs.setdefault(target.name, budget)
+        else:
+            _whole("budget", budget, 1, None)
+    return preset.build(counter=counter, system=system, tools=tools, distill=distill, **knobs)

@@ -12,17 +12,12 @@ tokens are simulated with the counter over the whole request (system, tool schem
 overhead) and fed back through ``observe``, so reactive compaction happens when it would
 have.
 
-The engine speaks to a context only through the lifecycle, plus a few optional attributes:
-
-* ``on_event`` — if settable, the engine records every event passed to it (the user's own
-  handler still gets them). `ContextCompacted` marks the messages that left the request as
-  *summarised*.
-* ``distill`` — if present, the engine wraps it to count distill calls and their tokens;
-  a distiller exposing ``last_usage`` (a `Usage`) after a call reports its real tokens.
-* ``high_water_tokens`` or ``max_request_tokens`` — the mark overshoot is measured against.
-* ``max_request_tokens`` with ``counter`` (and ``tools``) — a budget the strategy promises;
-  the engine checks it after every compact.
-* ``base_system`` and ``summary`` — to split the system prompt into base and summary.
+The engine speaks to a strategy only through `harpe_lab.protocol`: the lifecycle, plus the
+optional capabilities a strategy declares — its `Limit` (overshoot is measured against it;
+a ``"budget"`` is enforced), its summary (to split the system prompt), and ``subscribe``
+(events: `ContextCompacted` marks the messages that left the request as *summarized*,
+`DistillCall` s fill the distill columns). It never sets attributes on a strategy. Every
+count below has one meaning, written in ``docs/glossary.md``.
 
 ``Replay.requests`` columns (one row per model call):
 
@@ -39,8 +34,10 @@ output_tokens               the reply's tokens (recorded when known, else counte
 recorded_input_tokens       what the provider reported for this call (NaN if unknown)
 messages_sent               messages in the request
 messages_dropped            messages the full history had that the request did not
-compacted                   the context compacted right before this request
-overshoot_tokens            input tokens above the high water mark (0 without one)
+compacted                   the request is not the previous request plus new messages: the
+                            strategy removed or replaced something it had sent
+summarized                  the strategy folded messages into a summary before this request
+overshoot_tokens            input tokens above the strategy's declared limit (0 without one)
 distill_calls               distill calls made while preparing this request
 distill_input_tokens        their input tokens
 distill_output_tokens       their output tokens
@@ -51,30 +48,40 @@ cost_usd, cost_usd_cached   price without and with prompt caching (NaN without p
 
 from __future__ import annotations
 
+import bisect
+import copy
 import math
+import warnings
 from dataclasses import dataclass
-from operator import is_
 from typing import Any, Callable, Mapping, Sequence
 
-from .context import ContextCompacted
+from ._checks import Invariants
+from ._session import ProviderSession
 from .conversation import Conversation
-from .errors import StrategyError
+from .errors import HarpeLabError, StrategyError
 from .messages import AssistantMessage, Message, Rendered, ToolResults, Usage
 from .pricing import Pricing
-from .tokens import REPLY_PRIMING, _Counter
+from .protocol import ContextCompacted, DeclaresLimit, DistillCall, HoldsSummary, Limit, ReportsEvents
+from .summarize import DistillFallback, DistillFallbackWarning
+from .tokens import REPLY_PRIMING
 
-__all__ = ["replay", "Replay", "ReplayEvent", "Pricing", "REQUEST_COLUMNS"]
+__all__ = ["replay", "Replay", "ReplayEvent", "Pricing", "REQUEST_COLUMNS", "RequestIndexError"]
 
 REQUEST_COLUMNS = (
     "conversation", "strategy", "turn", "step", "request", "outcome",
     "input_tokens", "system_tokens", "summary_tokens", "history_tokens", "turn_tokens",
     "output_tokens", "recorded_input_tokens",
-    "messages_sent", "messages_dropped", "compacted", "overshoot_tokens",
+    "messages_sent", "messages_dropped", "compacted", "summarized", "overshoot_tokens",
     "distill_calls", "distill_input_tokens", "distill_output_tokens",
     "cached_prefix_tokens", "cost_usd", "cost_usd_cached",
 )  # fmt: skip
 
 SENT, SUMMARIZED, DROPPED = "sent", "summarized", "dropped"
+_LIFECYCLE = ("begin_turn", "append", "compact", "observe", "commit_turn", "abort_turn")
+
+
+class RequestIndexError(HarpeLabError, IndexError):
+    """A request index outside the replay."""
 
 
 @dataclass(frozen=True)
@@ -87,32 +94,6 @@ class ReplayEvent:
     turn: int
     kind: str
     event: Any
-
-
-class _DistillMeter:
-    """Wraps a context's distill to count calls and tokens for the request frame."""
-
-    def __init__(self, distill: Callable[[Rendered], str | None], counter: Any) -> None:
-        self.distill = distill
-        self.counter = counter
-        self.calls = self.input_tokens = self.output_tokens = 0
-
-    def __call__(self, rendered: Rendered) -> str | None:
-        text = self.distill(rendered)
-        self.calls += 1
-        usage = getattr(self.distill, "last_usage", None)
-        if isinstance(usage, Usage):
-            self.input_tokens += usage.input_tokens
-            self.output_tokens += usage.output_tokens
-        else:
-            self.input_tokens += self.counter.count_rendered(rendered)
-            self.output_tokens += self.counter.count(text) if isinstance(text, str) else 0
-        return text
-
-    def take(self) -> tuple[int, int, int]:
-        out = (self.calls, self.input_tokens, self.output_tokens)
-        self.calls = self.input_tokens = self.output_tokens = 0
-        return out
 
 
 class _Sent(Sequence[Rendered]):
@@ -147,65 +128,83 @@ class _Sent(Sequence[Rendered]):
         return made
 
 
-def _strategy_name(ctx: object) -> str:
-    return getattr(ctx, "name", None) or type(ctx).__name__
-
-
 class Replay:
-    """The result of one replay: the request frame, the events, and what was sent when."""
+    """The result of one replay: the request frame, the events, and what was sent when.
 
-    def __init__(self, conversation: Conversation, strategy: str, rows: dict[str, list], events: list[ReplayEvent],
-                 requests: Sequence[Rendered], summarized: dict[str, int], summaries: list[str],
-                 high_water: int | None) -> None:
+    Immutable: `requests` returns a copy of the frame, `events` is a tuple.
+    """
+
+    __slots__ = ("conversation", "strategy", "events", "limit", "_rows", "_requests", "_summarized", "_summaries",
+                 "_frame", "_ids")
+
+    def __init__(self, conversation: Conversation, strategy: str, rows: dict[str, list], events: Sequence[ReplayEvent],
+                 requests: Sequence[Rendered], summarized: dict[str, int], summaries: list[str], limit: Limit | None,
+                 ids: dict[int, str]) -> None:
         self.conversation = conversation
         self.strategy = strategy
-        self.events = events
-        self.high_water = high_water
+        self.events = tuple(events)
+        self.limit = limit
+        """The strategy's declared `Limit` (``None``: it declared none)."""
         self._rows = rows
         self._requests = requests
         self._summarized = summarized
         self._summaries = summaries
         self._frame: Any = None
-        self._ids: dict[int, str] = {id(m): mid for t in conversation.turns for m, mid in zip(t.all_messages, t.ids)}
+        self._ids = ids
+
+    @property
+    def high_water(self) -> int | None:
+        """The declared limit in tokens, whatever its kind (``None`` without one)."""
+        return None if self.limit is None else self.limit.tokens
 
     @property
     def requests(self) -> Any:
-        """The per-request DataFrame (columns in `REQUEST_COLUMNS`, see the module doc)."""
+        """The per-request DataFrame (columns in `REQUEST_COLUMNS`, see the module doc); a copy."""
         if self._frame is None:
             import pandas as pd
 
             self._frame = pd.DataFrame(self._rows, columns=list(REQUEST_COLUMNS))
-        return self._frame
+        return self._frame.copy()
 
     def __len__(self) -> int:
         return len(self._requests)
 
+    def _index(self, i: Any) -> int:
+        n = len(self._requests)
+        if isinstance(i, bool) or not isinstance(i, int):
+            raise TypeError(f"a request index is an int, got {type(i).__name__}")
+        if not -n <= i < n:
+            raise RequestIndexError(
+                f"request {i} is out of range: {self.strategy} on {self.conversation.id!r} made {n} requests "
+                f"(0 to {n - 1})" if n else f"request {i} is out of range: this replay made no request"
+            )
+        return i % n
+
     def rendered(self, i: int) -> Rendered:
         """Exactly what was sent at request ``i``."""
-        return self._requests[i]
+        return self._requests[self._index(i)]
 
     def turn_requests(self, turn: int) -> range:
         """The request indices of turn ``turn`` (its first is the one sent at the turn start)."""
         turns = self._rows["turn"]
-        import bisect
-
         return range(bisect.bisect_left(turns, turn), bisect.bisect_right(turns, turn))
 
     def summary(self, i: int) -> str:
         """The summary the context held when request ``i`` went out ("" if none)."""
-        return self._summaries[i]
+        return self._summaries[self._index(i)]
 
     def sent_ids(self, i: int) -> list[str]:
         """Ids of the original messages sent verbatim at request ``i``, in request order."""
         ids = self._ids
-        return [ids[id(m)] for m in self._requests[i].messages if id(m) in ids]
+        return [ids[id(m)] for m in self.rendered(i).messages if id(m) in ids]
 
     def available_ids(self, i: int) -> list[str]:
         """Ids of the messages the full history held at request ``i``: earlier turns'
         inputs, answered turns' messages, and the current turn's messages so far."""
+        i = self._index(i)
         turn, step = self._rows["turn"][i], self._rows["step"][i]
         out: list[str] = []
-        for t, tr in enumerate(self.conversation.turns[:turn]):
+        for tr in self.conversation.turns[:turn]:
             out.append(tr.ids[0])
             if tr.outcome == "answered":
                 out.extend(tr.ids[1:])
@@ -225,6 +224,7 @@ class Replay:
         """For each message the full history held at request ``i``: ``"sent"`` verbatim,
         ``"summarized"`` (folded into a summary by a compaction), or ``"dropped"``."""
         sent = set(self.sent_ids(i))
+        i = self._index(i)
         out = {}
         for mid in self.available_ids(i):
             if mid in sent:
@@ -258,31 +258,38 @@ class Replay:
         )
 
     def totals(self) -> dict[str, float]:
-        """Totals and percentiles a comparison table wants."""
-        f = self.requests
-        if not len(f):
-            return {"requests": 0}
-        it = f["input_tokens"]
-        return {
-            "requests": len(f),
-            "input_tokens_sum": int(it.sum()),
-            "input_tokens_median": float(it.median()),
-            "input_tokens_p90": float(it.quantile(0.9)),
-            "input_tokens_max": int(it.max()),
-            "compactions": int(sum(e.kind == "ContextCompacted" for e in self.events)),
-            "overshoots": int((f["overshoot_tokens"] > 0).sum()),
-            "overshoot_tokens_max": int(f["overshoot_tokens"].max()),
-            "messages_dropped_max": int(f["messages_dropped"].max()),
-            "distill_calls": int(f["distill_calls"].sum()),
-            "distill_tokens": int(f["distill_input_tokens"].sum() + f["distill_output_tokens"].sum()),
-            "cached_prefix_share": float(f["cached_prefix_tokens"].sum() / max(1, it.sum())),
-            # NaN without pricing, not a misleading 0
-            "cost_usd": float(f["cost_usd"].sum(min_count=1)),
-            "cost_usd_cached": float(f["cost_usd_cached"].sum(min_count=1)),
-        }
+        """Totals and percentiles a comparison table wants, all from the request frame
+        (see ``docs/glossary.md``)."""
+        return totals(self.requests)
 
     def __repr__(self) -> str:
         return f"Replay({self.conversation.id!r}, {self.strategy!r}, {len(self)} requests, {len(self.events)} events)"
+
+
+def totals(frame: Any) -> dict[str, float]:
+    """The totals of one replay's request frame: what every table, label and plot shows."""
+    f = frame
+    if not len(f):
+        return {"requests": 0}
+    it = f["input_tokens"]
+    return {
+        "requests": len(f),
+        "input_tokens_sum": int(it.sum()),
+        "input_tokens_median": float(it.median()),
+        "input_tokens_p90": float(it.quantile(0.9)),
+        "input_tokens_max": int(it.max()),
+        "compactions": int(f["compacted"].sum()),
+        "summaries": int(f["summarized"].sum()),
+        "overshoots": int((f["overshoot_tokens"] > 0).sum()),
+        "overshoot_tokens_max": int(f["overshoot_tokens"].max()),
+        "messages_dropped_max": int(f["messages_dropped"].max()),
+        "distill_calls": int(f["distill_calls"].sum()),
+        "distill_tokens": int(f["distill_input_tokens"].sum() + f["distill_output_tokens"].sum()),
+        "cached_prefix_share": float(f["cached_prefix_tokens"].sum() / max(1, it.sum())),
+        # NaN without pricing, not a misleading 0
+        "cost_usd": float(f["cost_usd"].sum(min_count=1)),
+        "cost_usd_cached": float(f["cost_usd_cached"].sum(min_count=1)),
+    }
 
 
 def _rounds(messages: Sequence[Message]) -> list[tuple[Message | None, list[Message]]]:
@@ -302,57 +309,84 @@ def _rounds(messages: Sequence[Message]) -> list[tuple[Message | None, list[Mess
     return out
 
 
-def _check_pairs(strategy: str, i: int, msgs: Sequence[Message], start: int,
-                 pairs: Mapping[int, tuple[Message, Message]], stop: int | None = None) -> None:
-    """A reply with tool calls is sent with the results that answer it right after it, and
-    results never without their call (checked from ``start`` to ``stop``; the rest was
-    checked before)."""
-    n = len(msgs)
-    for k in range(start, n if stop is None else min(stop, n)):
-        m = msgs[k]
-        pair = pairs.get(id(m))
-        if pair is None:
-            continue
-        call, results = pair
-        if m is call and (k + 1 == n or msgs[k + 1] is not results):
-            raise StrategyError(f"{strategy} separated a tool call from its results at request {i}")
-        if m is results and (k == 0 or msgs[k - 1] is not call):
-            raise StrategyError(f"{strategy} sent tool results without the call they answer at request {i}")
+class _Recording:
+    """The conversation as the engine replays it: every message position a distinct object
+    (a message object reused in two places is copied), with its id, turn and tool pair."""
+
+    __slots__ = ("turns", "ids", "owner", "pairs")
+
+    def __init__(self, conversation: Conversation) -> None:
+        seen: set[int] = set()
+        self.turns: list[tuple[Message, ...]] = []
+        self.ids: dict[int, str] = {}
+        self.owner: dict[int, int] = {}
+        self.pairs: dict[int, tuple[Message, Message]] = {}
+        for t, turn in enumerate(conversation.turns):
+            msgs = []
+            for m, mid in zip(turn.all_messages, turn.ids):
+                if id(m) in seen:
+                    m = copy.copy(m)
+                seen.add(id(m))
+                msgs.append(m)
+                self.ids[id(m)] = mid
+                self.owner[id(m)] = t
+            for k, m in enumerate(msgs[:-1]):
+                if isinstance(m, AssistantMessage) and m.calls and isinstance(msgs[k + 1], ToolResults):
+                    self.pairs[id(m)] = self.pairs[id(msgs[k + 1])] = (m, msgs[k + 1])
+            self.turns.append(tuple(msgs))
 
 
-def _check_budget(strategy: str, i: int, system: str, messages: Sequence[Message], ctx: object, counter: Any = None,
-                  messages_tokens: int = 0, fixed: dict | None = None) -> None:
-    """Raise when a context that promises ``max_request_tokens`` sent more.
+class _Listener:
+    """Collects the events a strategy reports, and what they mean for the frame."""
 
-    When the context prices with the replay's own ``counter`` and that counter prices a
-    request as the sum of its parts (harpe_lab's counters, bar `ScaledCounter`), the
-    messages' tokens are the engine's running sum ``messages_tokens``, and only the system
-    prompt and tool schemas are priced (once each, cached in ``fixed``): O(1) a request
-    instead of O(messages sent), with the same result.
-    """
-    limit = getattr(ctx, "max_request_tokens", None)
-    own = getattr(ctx, "counter", None)
-    if limit is None or own is None:
-        return
-    tools = getattr(ctx, "tools", ())
-    if own is counter and fixed is not None and _additive(own):
-        hit = fixed.get(system)
-        if hit is None or hit[0] is not tools:
-            hit = fixed[system] = (tools, own.count_system(system) + own.count_tools(tuple(tools)) + REPLY_PRIMING)
-        used = hit[1] + messages_tokens
-    else:
-        used = own.count_rendered(Rendered(system, tuple(messages)), tuple(tools))
-    if used > limit:
-        raise StrategyError(f"{strategy} promised at most {limit} tokens but sent {used} at request {i}")
+    def __init__(self, on_event: Callable[[ReplayEvent], None] | None, counter: Any) -> None:
+        self.events: list[ReplayEvent] = []
+        self.on_event = on_event
+        self.counter = counter
+        self.request = self.turn = 0
+        self.folded = False  # a ContextCompacted since the last request
+        self.distill = [0, 0, 0]  # calls, input tokens, output tokens since the last request
+        self.fallbacks: list[Any] = []
+        self.closed = False
+
+    def __call__(self, event: object) -> None:
+        if self.closed:  # a strategy or distiller reused after its replay
+            return
+        ev = ReplayEvent(self.request, self.turn, type(event).__name__, event)
+        self.events.append(ev)
+        if isinstance(event, ContextCompacted):
+            self.folded = True
+        elif isinstance(event, DistillCall):
+            d = self.distill
+            d[0] += 1
+            if event.usage is not None:
+                d[1] += event.usage.input_tokens
+                d[2] += event.usage.output_tokens
+            else:
+                d[1] += self.counter.count_rendered(event.request)
+                d[2] += self.counter.count(event.reply) if isinstance(event.reply, str) else 0
+        elif isinstance(event, DistillFallback):
+            self.fallbacks.append(event)
+        if self.on_event is not None:
+            self.on_event(ev)
+
+    def take_distill(self) -> tuple[int, int, int]:
+        calls, tin, tout = self.distill
+        self.distill = [0, 0, 0]
+        return calls, tin, tout
 
 
-def _additive(counter: Any) -> bool:
-    """Whether ``counter`` prices a request as system + each message + tools + priming."""
-    cls = type(counter)
-    return isinstance(counter, _Counter) and all(
-        getattr(cls, name) is getattr(_Counter, name)
-        for name in ("count_rendered", "count_messages", "count_system", "count_tools")
-    )
+def _strategy(context: Callable[[], Any]) -> Any:
+    if not callable(context):
+        raise TypeError(
+            f"context must be a zero-argument factory so every replay starts fresh, e.g. "
+            f"lambda: FullContext(system); got {type(context).__name__}"
+        )
+    ctx = context()
+    for method in _LIFECYCLE:
+        if not callable(getattr(ctx, method, None)):
+            raise StrategyError(f"{type(ctx).__name__} is not a context: it has no {method}()")
+    return ctx
 
 
 def replay(
@@ -375,64 +409,28 @@ def replay(
     """
     if not isinstance(conversation, Conversation):
         raise TypeError(f"replay takes a Conversation, got {type(conversation).__name__}")
-    if not callable(context):
-        raise TypeError(
-            f"context must be a zero-argument factory so every replay starts fresh, e.g. "
-            f"lambda: FullContext(system); got {type(context).__name__}"
-        )
-    ctx = context()
-    for method in ("begin_turn", "append", "compact", "observe", "commit_turn", "abort_turn"):
-        if not callable(getattr(ctx, method, None)):
-            raise StrategyError(f"{type(ctx).__name__} is not a context: it has no {method}()")
-    strategy = name or _strategy_name(ctx)
+    ctx = _strategy(context)
+    strategy = name or type(ctx).__name__
     price = Pricing.for_model(pricing) if isinstance(pricing, str) else pricing
     tools = tuple(tools)
+    limit = ctx.limit if isinstance(ctx, DeclaresLimit) else None
+    if limit is not None and not isinstance(limit, Limit):
+        raise StrategyError(f"{strategy}.limit must be a harpe_lab.protocol.Limit or None, got {limit!r}")
+    holds_summary = isinstance(ctx, HoldsSummary)
+    base_system = ctx.base_system if holds_summary else None
+    listener = _Listener(on_event, counter)
+    if isinstance(ctx, ReportsEvents):
+        ctx.subscribe(listener)
 
-    events: list[ReplayEvent] = []
-    state = {"request": 0, "turn": 0, "compacted_now": False}
-
-    def record(event: object) -> None:
-        ev = ReplayEvent(state["request"], state["turn"], type(event).__name__, event)
-        events.append(ev)
-        if isinstance(event, ContextCompacted):
-            state["compacted_now"] = True
-        if on_event is not None:
-            on_event(ev)
-
-    if hasattr(ctx, "on_event"):
-        user_handler = ctx.on_event
-
-        def chained(event: object) -> None:
-            record(event)
-            if user_handler is not None:
-                user_handler(event)
-
-        ctx.on_event = chained
-    meter = None
-    if callable(getattr(ctx, "distill", None)):
-        meter = _DistillMeter(ctx.distill, counter)
-        ctx.distill = meter
-    high_water = getattr(ctx, "high_water_tokens", None) or getattr(ctx, "max_request_tokens", None)
-    base_system = getattr(ctx, "base_system", None)
-
-    # identity maps over the original messages
-    turn_of: dict[int, int] = {}
-    pairs: dict[int, tuple[Message, Message]] = {}
-    for t, turn in enumerate(conversation.turns):
-        msgs = turn.all_messages
-        for k, m in enumerate(msgs):
-            turn_of[id(m)] = t
-            if isinstance(m, AssistantMessage) and m.calls and k + 1 < len(msgs) and isinstance(msgs[k + 1], ToolResults):
-                pairs[id(m)] = (m, msgs[k + 1])
-                pairs[id(msgs[k + 1])] = (m, msgs[k + 1])
-
+    rec = _Recording(conversation)
+    checks = Invariants(strategy, rec.pairs, limit, counter)
+    session = ProviderSession(rec.owner, counter.count_message)
     rows: dict[str, list] = {c: [] for c in REQUEST_COLUMNS}
     appends = [rows[c].append for c in REQUEST_COLUMNS]
     requests = _Sent()
     summaries: list[str] = []
     summarized: dict[str, int] = {}
     fixed_cache: dict[str, int] = {}
-    budget_fixed: dict[str, tuple[Any, int]] = {}  # _check_budget's system + tools prices
 
     def fixed_tokens(system: str) -> int:
         n = fixed_cache.get(system)
@@ -440,139 +438,57 @@ def replay(
             n = fixed_cache[system] = counter.count_rendered(Rendered(system, ()), tools)
         return n
 
-    # The provider session, with running sums so a request costs O(messages added), not
-    # O(messages sent): cum_tokens[k] / cum_synth[k] / cum_orig[k] cover session[: k + 1].
-    session: list[Message] = []
-    cum_tokens: list[int] = []
-    cum_synth: list[int] = []
-    cum_orig: list[int] = []
-    system = ""
-    cur_tokens = 0  # tokens of the trailing run of the current turn's messages
-    shared_with_prev = 0  # leading messages identical to the previous request's
-    prev_system: str | None = None
-    available = 0  # messages the full history holds now
-
-    def push(m: Message, t: int) -> None:
-        nonlocal cur_tokens
-        n = counter.count_message(m)
-        owner = turn_of.get(id(m))
-        cum_tokens.append((cum_tokens[-1] if cum_tokens else 0) + n)
-        cum_synth.append((cum_synth[-1] if cum_synth else 0) + (n if owner is None else 0))
-        cum_orig.append((cum_orig[-1] if cum_orig else 0) + (owner is not None))
-        cur_tokens = cur_tokens + n if owner == t else 0
-
-    # (id, message id) of the messages of turns[:marked_upto] not yet marked summarised, in
-    # order: a compaction visits only these, not the whole conversation again
+    # (id, message id) of the messages of turns[:marked_upto] not yet marked summarized, in
+    # order: a fold visits only these, not the whole conversation again
     unsummarized: list[tuple[int, str]] = []
     marked_upto = 0
 
-    def adopt(rendered: Rendered, t: int, i: int) -> None:
-        """Make ``rendered`` the provider session, reusing the sums of the common prefix."""
-        nonlocal system, session, cur_tokens, shared_with_prev, unsummarized, marked_upto
-        nonlocal cum_tokens, cum_synth, cum_orig
-        new = rendered.messages
-        old = session
-        # identity, not equality: equal-looking messages of different turns are different
-        # (map stops at the shorter, so this compares new's prefix, at C speed)
-        if len(new) >= len(old) and all(map(is_, new, old)):
-            k = len(old)
-        else:
-            k = 0
-            limit = min(len(old), len(new))
-            while k < limit and old[k] is new[k]:
-                k += 1
-        shared_with_prev = min(shared_with_prev, k)
-        if not new:
-            raise StrategyError(f"{strategy} rendered an empty request at request {i}; it needs at least the user input")
-        # A window that slid dropped old's first `shift` messages and kept the rest, in
-        # order, at the front of new: their sums are old's, less what was dropped.
-        shift = 0
-        if k == 0 and len(old) > 1:
-            first = new[0]
-            for j, m in enumerate(old):
-                if m is first:
-                    if j and len(new) >= len(old) - j and all(map(is_, new, old[j:])):
-                        shift = j
-                    break
-        if shift:
-            kept = len(old) - shift
-            # the pairs inside the kept run were checked when they were sent; only its
-            # first message (its call may be gone) and its end (what follows is new) are not
-            _check_pairs(strategy, i, new, 0, pairs, stop=1)
-            _check_pairs(strategy, i, new, max(1, kept - 1), pairs)
-            base_t, base_s, base_o = cum_tokens[shift - 1], cum_synth[shift - 1], cum_orig[shift - 1]
-            cum_tokens = [v - base_t for v in cum_tokens[shift:]]
-            cum_synth = [v - base_s for v in cum_synth[shift:]]
-            cum_orig = [v - base_o for v in cum_orig[shift:]]
-            session = old[shift:]  # recorded requests still refer to old: a new list
-            k = kept  # from here on, new[:k] is priced
-        else:
-            _check_pairs(strategy, i, new, max(0, k - 1), pairs)
-            del cum_tokens[k:], cum_synth[k:], cum_orig[k:]
-            if k < len(old):
-                session = old[:k]  # recorded requests still refer to old: start a new list
-        session.extend(new[k:] if k else new)  # session == list(new) now
-        system = rendered.system
-        # push() for each new message, inlined: a sliding window re-adopts its whole window
-        count = counter.count_message
-        owner_of = turn_of.get
-        tok = cum_tokens[-1] if cum_tokens else 0
-        syn = cum_synth[-1] if cum_synth else 0
-        org = cum_orig[-1] if cum_orig else 0
-        for m in new[k:] if k else new:
-            n = count(m)
-            tok += n
-            if owner_of(id(m)) is None:
-                syn += n
+    def mark_summarized(t: int, i: int) -> None:
+        nonlocal unsummarized, marked_upto
+        now = set(map(id, session.messages))
+        for msgs in rec.turns[marked_upto : t + 1]:
+            unsummarized.extend((id(m), rec.ids[id(m)]) for m in msgs)
+        marked_upto = max(marked_upto, t + 1)
+        still = []
+        for key in unsummarized:
+            if key[0] in now:
+                still.append(key)
             else:
-                org += 1
-            cum_tokens.append(tok)
-            cum_synth.append(syn)
-            cum_orig.append(org)
-        cur_tokens = 0
-        for m in reversed(new):
-            if owner_of(id(m)) != t:
-                break
-            cur_tokens += count(m)
-        if state["compacted_now"]:
-            now = set(map(id, new))
-            if marked_upto < t + 1:
-                for turn in conversation.turns[marked_upto : t + 1]:
-                    unsummarized.extend(zip(map(id, turn.all_messages), turn.ids))
-                marked_upto = t + 1
-            still = []
-            for key in unsummarized:
-                if key[0] in now:
-                    still.append(key)
-                else:
-                    summarized[key[1]] = i
-            unsummarized = still
-            state["compacted_now"] = False
+                summarized[key[1]] = i
+        unsummarized = still
 
+    request = 0
+    available = 0  # messages the full history holds now
+    prev: tuple[str, int] | None = None  # the previous request's system prompt and length
+    limit_tokens = None if limit is None else limit.tokens
     for t, turn in enumerate(conversation.turns):
-        state["turn"] = t
-        ctx.begin_turn(turn.input)
+        msgs = rec.turns[t]
+        listener.turn = t
+        ctx.begin_turn(msgs[0])
         available += 1
         first = ctx.compact()
-        compacted = bool(first.compacted)
-        adopt(first.rendered, t, state["request"])
-        usage = list(turn.usage)
-        rounds = _rounds(turn.messages) or [(None, [])]
+        session.adopt(first.rendered.system, tuple(first.rendered.messages), t, request, checks)
+        usage = turn.usage
+        rounds = _rounds(msgs[1:]) or [(None, [])]
         for step, (reply, after) in enumerate(rounds):
-            i = state["request"]
+            i = request
+            system = session.system
             fixed = fixed_tokens(system)
             summary_sys = 0
             if base_system is not None and system != base_system:
                 summary_sys = max(0, fixed - fixed_tokens(base_system))
-            total = cum_tokens[-1] if cum_tokens else 0
-            synth = cum_synth[-1] if cum_synth else 0
+            total, synth = session.tokens, session.made_up_tokens
             input_tokens = fixed + total
-            _check_budget(strategy, i, system, session, ctx, counter, total, budget_fixed)
+            checks.budget_kept(system, session.messages, total, i)
+            compacted = prev is not None and (prev[0] != system or session.shared < prev[1])
             cached = 0
-            if prev_system == system and shared_with_prev:
-                cached = fixed - REPLY_PRIMING + cum_tokens[shared_with_prev - 1]
-            prev_system = system
-            d_calls, d_in, d_out = meter.take() if meter is not None else (0, 0, 0)
+            if prev is not None and prev[0] == system and session.shared:
+                cached = fixed - REPLY_PRIMING + session.prefix_tokens(session.shared)
+            folded = listener.folded
+            if folded:
+                mark_summarized(t, i)
+                listener.folded = False
+            d_calls, d_in, d_out = listener.take_distill()
             recorded = usage[step] if reply is not None and step < len(usage) else None
             out_tokens = 0
             if reply is not None:
@@ -584,37 +500,43 @@ def replay(
                 cost_cached = (input_tokens - cached) * price.input + cached * price.cache_read + extra
             row = (
                 conversation.id, strategy, t, step, i, turn.outcome,
-                input_tokens, fixed - summary_sys, summary_sys + synth, total - synth - cur_tokens, cur_tokens,
-                out_tokens, recorded.input_tokens if recorded is not None else math.nan,
-                len(session), available - (cum_orig[-1] if cum_orig else 0), compacted,
-                max(0, input_tokens - high_water) if high_water else 0,
+                input_tokens, fixed - summary_sys, summary_sys + synth, total - synth - session.turn_tokens,
+                session.turn_tokens, out_tokens, recorded.input_tokens if recorded is not None else math.nan,
+                len(session.messages), available - session.originals, compacted, folded,
+                max(0, input_tokens - limit_tokens) if limit_tokens is not None else 0,
                 d_calls, d_in, d_out, cached, cost, cost_cached,
             )  # fmt: skip
             for add, value in zip(appends, row):
                 add(value)
-            requests.add(session, len(session), system)
-            summaries.append(getattr(ctx, "summary", "") or "")
-            state["request"] += 1
-            shared_with_prev = len(session)
+            requests.add(session.messages, len(session.messages), system)
+            summaries.append(ctx.summary if holds_summary else "")
+            request += 1
+            listener.request = request
+            prev = (system, len(session.messages))
+            session.sent()
             if reply is None and not after:
                 break  # a turn that failed or was interrupted before any reply
             if reply is not None:
                 ctx.observe(Usage(input_tokens=input_tokens, output_tokens=out_tokens))
             for m in ([reply] if reply is not None else []) + after:
                 ctx.append(m)
-                session.append(m)
-                push(m, t)
+                session.append(m, t)
                 available += 1
-            compacted = False
             if after and step + 1 < len(rounds):
                 n = ctx.compact()
                 if n.compacted:
-                    compacted = True
-                    adopt(n.rendered, t, state["request"])
-                state["compacted_now"] = False
+                    session.adopt(n.rendered.system, tuple(n.rendered.messages), t, request, checks)
         if turn.outcome == "answered":
             ctx.commit_turn()
         else:
             ctx.abort_turn()
             available -= len(turn.messages)
-    return Replay(conversation, strategy, rows, events, requests, summarized, summaries, high_water)
+    listener.closed = True
+    if listener.fallbacks:
+        n, first_fallback = len(listener.fallbacks), listener.fallbacks[0]
+        warnings.warn(
+            f"{strategy} on {conversation.id!r}: the distiller returned None {n} time{'s' * (n > 1)} "
+            f"({first_fallback.reason}: {first_fallback.detail}); see Replay.events",
+            DistillFallbackWarning, stacklevel=2,
+        )  # fmt: skip
+    return Replay(conversation, strategy, rows, listener.events, requests, summarized, summaries, limit, rec.ids)

@@ -631,34 +631,28 @@ class DistillFallbackWarning(UserWarning):
 
 
 class _Reporting:
-    """Shared fallback reporting: an ``events`` list, an optional ``on_event`` handler and a
-    `DistillFallbackWarning`."""
+    """Shared fallback reporting: an ``events`` list, an optional ``on_event`` handler, the
+    sinks of `subscribe` (a replay's, say), and — when nobody subscribed — a
+    `DistillFallbackWarning`, so a fallback is never silent."""
 
     on_event: Callable[[object], None] | None
     events: list[DistillFallback]
+    _sinks: tuple[Callable[[object], None], ...] = ()
+
+    def subscribe(self, sink: Callable[[object], None]) -> None:
+        """Also report every fallback to ``sink`` (which then owns telling the user)."""
+        self._sinks = (*self._sinks, sink)
 
     def _fallback(self, reason: str, detail: str) -> None:
         event = DistillFallback(reason, detail, type(self).__name__)
         self.events.append(event)
-        warnings.warn(f"{type(self).__name__} returned None ({reason}): {detail}", DistillFallbackWarning, stacklevel=3)
+        if not self._sinks:
+            warnings.warn(f"{type(self).__name__} returned None ({reason}): {detail}", DistillFallbackWarning,
+                          stacklevel=3)
         if self.on_event is not None:
             self.on_event(event)
-
-    def report_to(self, context: Any) -> Any:
-        """Forward this distiller's events to ``context.on_event`` (looked up at each event,
-        so the replay engine's recorder sees them) and return ``context``::
-
-            d = LLMDistiller("openai/gpt-4o-mini", on_error="skip")
-            factory = lambda: d.report_to(SummarizingContext(sys, ..., distill=d))
-        """
-
-        def forward(event: object) -> None:
-            handler = getattr(context, "on_event", None)
-            if handler is not None:
-                handler(event)
-
-        self.on_event = forward
-        return context
+        for sink in self._sinks:
+            sink(event)
 
 
 class RecordedDistiller(_Reporting):
@@ -716,6 +710,10 @@ class RecordedDistiller(_Reporting):
     def exhausted(self) -> bool:
         """True once a call found no recorded summary left."""
         return self.calls > len(self.summaries)
+
+    def fresh(self) -> "RecordedDistiller":
+        """An unused distiller with the same summaries, for the next replay."""
+        return RecordedDistiller(self.summaries, on_exhausted=self.on_exhausted, on_event=self.on_event)
 
     def __call__(self, rendered: Rendered) -> str | None:
         k = self.calls
@@ -1144,6 +1142,10 @@ class LLMDistiller(_Reporting):
             raise StrategyError(f"on_error must be one of ['raise', 'skip'], but {on_error!r} was passed")
         if system is not None and not isinstance(system, str):
             raise StrategyError(f"system must be a str or None, got {type(system).__name__}")
+        self._settings = dict(
+            system=system, max_tokens=max_tokens, temperature=temperature, cache_dir=cache_dir, cache=cache,
+            timeout=timeout, retries=retries, on_error=on_error, on_event=on_event, **litellm_kwargs,
+        )  # fmt: skip
         self.client = CachedModel(
             model, max_tokens=max_tokens, temperature=temperature, cache_dir=cache_dir, cache=cache,
             timeout=timeout, retries=retries, **litellm_kwargs,
@@ -1160,6 +1162,11 @@ class LLMDistiller(_Reporting):
     def calls(self) -> list[ModelCall]:
         """Every call so far (cache hits and failures included)."""
         return list(self.client.calls)
+
+    def fresh(self) -> "LLMDistiller":
+        """A distiller with the same settings and cache folder and no calls yet, for the
+        next replay (the disk cache makes repeated requests free)."""
+        return LLMDistiller(self.model, **self._settings)
 
     @property
     def cache_dir(self) -> Path:

@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from harpe_lab.context import DISTILL_SYSTEM, Compaction, ContextCompacted, distill_request, turn_groups
+from harpe_lab.protocol import DistillCall
 from harpe_lab.errors import BudgetError, StrategyError
 from harpe_lab.messages import AssistantMessage, Rendered, ToolCall, ToolResult, ToolResults, Usage, UserInput
 from harpe_lab.strategies.orion import (
@@ -428,13 +429,16 @@ class TestOrionContextSummarizing:
         assert all(C.count_rendered(c.rendered) <= ctx.max_request_tokens for c in comps)
         assert ctx.summary == "finally"
 
-    def test_the_engine_can_wrap_distill(self):
-        calls = []
-        ctx = OrionContext("", _summarize(40, _Distill("S")))
-        inner = ctx.distill
-        ctx.distill = lambda r: calls.append(r) or inner(r)
+    def test_distill_calls_reach_subscribers_only(self):
+        handled, metered = [], []
+        ctx = OrionContext("", _summarize(40, _Distill("S")), on_event=handled.append)
+        ctx.subscribe(metered.append)
         self._run(ctx, 4)
-        assert calls and ctx.summary == "S"
+        calls = [e for e in metered if isinstance(e, DistillCall)]
+        # two turns fold with two distill calls; orion's own handler sees only orion's events
+        assert len(calls) == 2 and calls[-1].reply == "S" and ctx.summary == "S"
+        assert not any(isinstance(e, DistillCall) for e in handled)
+        assert [e for e in metered if not isinstance(e, DistillCall)] == handled
 
     def test_abort_restores_the_summary_of_the_turn_start(self):
         d = _Distill("one")

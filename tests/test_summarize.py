@@ -511,9 +511,17 @@ class TestRecordedDistiller:
 
     def test_in_a_replay_the_summary_is_the_recorded_one_and_running_out_is_an_event(self):
         d = RecordedDistiller(["the real summary"])
-        with pytest.warns(DistillFallbackWarning):
-            rp = replay(chat(10), lambda: d.report_to(summarizing(d)), counter=COUNTER)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            rp = replay(chat(10), lambda: summarizing(d), counter=COUNTER)
         kinds = [e.kind for e in rp.events]
+        # one warning for the whole replay, with the count, however often it ran out
+        fallbacks = kinds.count("DistillFallback")
+        assert fallbacks > 1
+        assert [str(w.message) for w in caught if w.category is DistillFallbackWarning] == [
+            f"SummarizingContext on {rp.conversation.id!r}: the distiller returned None {fallbacks} times "
+            "(exhausted: call 2 but only 1 recorded summaries); see Replay.events"
+        ]
         assert kinds.count("ContextCompacted") == 1
         assert "DistillFallback" in kinds
         first = next(e.request for e in rp.events if e.kind == "ContextCompacted")
@@ -659,7 +667,7 @@ class TestLLMDistiller:
         openai_server.script(*[Reply.error(500)] * 20)
         d = llm(openai_server, tmp_path, on_error="skip")
         with pytest.warns(DistillFallbackWarning):
-            rp = replay(chat(6), lambda: d.report_to(summarizing(d)), counter=COUNTER)
+            rp = replay(chat(6), lambda: summarizing(d), counter=COUNTER)
         kinds = {e.kind for e in rp.events}
         assert "DistillFallback" in kinds and "ContextCompacted" not in kinds
         assert rp.requests["messages_dropped"].max() == 0

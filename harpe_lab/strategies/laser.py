@@ -30,7 +30,7 @@ from itertools import chain
 from types import MappingProxyType
 from typing import Any, Callable, Iterable, Mapping, Sequence, TypeVar, Union
 
-from ..context import Compaction
+from ..protocol import Compaction, Limit
 from ..errors import StrategyError
 from ..messages import AssistantMessage, Message, Rendered, ToolResults, Usage, UserInput
 from ..tokens import BytesCounter
@@ -39,6 +39,7 @@ __all__ = [
     "Policy",
     "LastN",
     "TokenBudget",
+    "MessagePrice",
     "Chain",
     "message_text",
     "block",
@@ -126,12 +127,30 @@ class LastN:
 
 
 @dataclass(frozen=True)
+class MessagePrice:
+    """A `TokenBudget` estimator that prices each whole message with a harpe_lab counter,
+    chat overhead included — the replay's own measure — instead of Laser's text estimate."""
+
+    counter: Any
+
+    def __post_init__(self) -> None:
+        if not callable(getattr(self.counter, "count_message", None)):
+            raise StrategyError(f"counter must have count_message (e.g. harpe_lab.TiktokenCounter()), got {self.counter!r}")
+
+    def count(self, text: str) -> int:
+        return int(self.counter.count(text))
+
+    def price(self, message: Message) -> int:
+        return int(self.counter.count_message(message))
+
+
+@dataclass(frozen=True)
 class TokenBudget:
     """Keep the newest messages whose estimates sum to at most ``max_tokens``, stopping at
     the first message that does not fit; the newest message is always kept.
 
     A message's estimate is ``estimator.count(message_text(message))`` — no per-message
-    overhead. With the default `BytesCounter` a plain text message costs
+    overhead — or, with a `MessagePrice` estimator, the counter's price of the whole message. With the default `BytesCounter` a plain text message costs
     ``ceil(len(text.encode("utf-8")) / 4)`` tokens.
     """
 
@@ -164,7 +183,10 @@ class TokenBudget:
         hit = self._memo.get(id(message))
         if hit is not None and hit[0] is message:
             return hit[1]
-        n = int(self.estimator.count(message_text(message)))
+        if isinstance(self.estimator, MessagePrice):
+            n = self.estimator.price(message)
+        else:
+            n = int(self.estimator.count(message_text(message)))
         if len(self._memo) >= _MEMO_SIZE:
             self._memo.clear()
         # The message is held so its id cannot be reused by another object.
@@ -521,10 +543,12 @@ class PolicyContext:
     messages appended since (the window moved). The policy's output is checked: a
     non-empty subsequence of the transcript that ends with its newest message.
     `manifest` records what the last request carried. `abort_turn` restores the
-    transcript to before the turn plus its user input.
+    transcript to before the turn plus its user input. ``limit`` declares the request size
+    the policy aims at (a `harpe_lab.protocol.Limit`), for overshoot to be measured against.
     """
 
-    def __init__(self, base_system: str, policy: Policy, *, initial: Iterable[Message] = ()) -> None:
+    def __init__(self, base_system: str, policy: Policy, *, initial: Iterable[Message] = (),
+                 limit: Limit | None = None) -> None:
         if not isinstance(base_system, str):
             raise StrategyError(f"base_system must be a str, got {type(base_system).__name__}")
         if not callable(policy):
@@ -533,8 +557,11 @@ class PolicyContext:
         for i, m in enumerate(start):
             if not isinstance(m, _MESSAGE_TYPES):
                 raise TypeError(f"initial[{i}] is not a harpe_lab message: {m!r}")
+        if limit is not None and not isinstance(limit, Limit):
+            raise StrategyError(f"limit must be a harpe_lab.protocol.Limit or None, got {limit!r}")
         self.base_system = base_system
         self.policy = policy
+        self.limit = limit
         self._transcript = start
         self._marked = list(start)
         self._turn_input: UserInput | None = None

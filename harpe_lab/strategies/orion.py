@@ -31,9 +31,10 @@ from dataclasses import KW_ONLY, dataclass
 from itertools import chain
 from typing import Any, Callable, Iterable, Mapping, Sequence, Union
 
-from ..context import DISTILL_SYSTEM, Compaction, ContextCompacted, distill_request
+from ..context import DISTILL_SYSTEM, distill_request
 from ..errors import BudgetError, StrategyError
 from ..messages import AssistantMessage, Message, Rendered, ToolResults, Usage, UserInput
+from ..protocol import Compaction, ContextCompacted, Distill, EventHub, Limit, MeteredDistill
 
 __all__ = [
     "SlidingWindow",
@@ -54,7 +55,6 @@ __all__ = [
 SUMMARY_PREFIX = "[Summary of earlier conversation]"
 """The first line of orion's summary message; the summary text follows a blank line."""
 
-Distill = Callable[[Rendered], "str | None"]
 _MESSAGE_TYPES = (UserInput, AssistantMessage, ToolResults)
 
 
@@ -553,9 +553,10 @@ class OrionContext:
     emits `StrategyWarning`. `abort_turn` restores the transcript to before the turn plus
     its user input, and the summary to what it was at the turn's start.
 
-    Attributes the replay engine reads: ``max_request_tokens`` and ``counter`` (a budget
-    the request never exceeds), ``tools``, ``base_system``, ``summary``, and — for a
-    `SummarizeWindow` — a settable ``distill`` (the window's, by default).
+    Capabilities it declares (`harpe_lab.protocol`): ``limit`` (a budget of
+    ``max_request_tokens`` that no request exceeds, priced by the window's counter with
+    ``tools``), ``base_system`` and ``summary``, and ``subscribe`` for its events (the
+    window's distill calls are reported as `DistillCall`).
     """
 
     def __init__(
@@ -575,15 +576,12 @@ class OrionContext:
         for i, schema in enumerate(tools):
             if not isinstance(schema, Mapping):
                 raise StrategyError(f"tools[{i}] must be an OpenAI tool schema (a dict), got {schema!r}")
-        if on_event is not None and not callable(on_event):
-            raise StrategyError(f"on_event must be callable or None, got {on_event!r}")
         start = list(_messages(tuple(initial)))
         self.base_system = base_system
         self.window = window
         self.tools = tools
-        self.on_event = on_event
-        if isinstance(window, SummarizeWindow):
-            self.distill: Distill = window.distill
+        self._events = EventHub(on_event)
+        self._distill = MeteredDistill(window.distill, self._events) if isinstance(window, SummarizeWindow) else None
         # orion prices requests itself; the provider's report is kept only as a record
         self.last_input_tokens = 0
         self._transcript = start
@@ -606,6 +604,15 @@ class OrionContext:
     def counter(self) -> Any:
         """The window's counter (what ``max_request_tokens`` is measured with)."""
         return self.window.counter
+
+    @property
+    def limit(self) -> Limit:
+        """The window's promise, as a hard budget."""
+        return Limit(tokens=self.max_request_tokens, kind="budget", counter=self.window.counter, tools=self.tools)
+
+    def subscribe(self, sink: Callable[[object], None]) -> None:
+        """Also report every event to ``sink``."""
+        self._events.subscribe(sink)
 
     @property
     def summary(self) -> str:
@@ -639,7 +646,7 @@ class OrionContext:
         warning = None
         folded = 0
         if isinstance(window, SummarizeWindow):
-            f = _fold(window, self.distill, self._live, self.base_system, self.tools, self._summary, self._head)
+            f = _fold(window, self._distill, self._live, self.base_system, self.tools, self._summary, self._head)
             if f.index is not None:
                 self._live, self._summary, self._head = f.index, f.summary, f.head
             chosen, warning, folded = f.chosen, f.warning, f.folded
@@ -672,8 +679,7 @@ class OrionContext:
         self._since = []
 
     def _emit(self, event: object) -> None:
-        if self.on_event is not None:
-            self.on_event(event)
+        self._events.emit(event)
 
     def __repr__(self) -> str:
         return f"OrionContext({type(self.window).__name__}, {len(self._transcript)} messages)"

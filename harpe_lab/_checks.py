@@ -1,0 +1,85 @@
+"""The invariants the replay engine checks after every render: a request is never empty,
+a tool call travels with its results, and a strategy that promises a budget keeps it."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+from .errors import StrategyError
+from .messages import Message, Rendered
+from .protocol import Limit
+from .tokens import REPLY_PRIMING, _Counter
+
+__all__ = ["Invariants"]
+
+
+def _additive(counter: Any) -> bool:
+    """Whether ``counter`` prices a request as system + each message + tools + priming."""
+    cls = type(counter)
+    return isinstance(counter, _Counter) and all(
+        getattr(cls, name) is getattr(_Counter, name)
+        for name in ("count_rendered", "count_messages", "count_system", "count_tools")
+    )
+
+
+class Invariants:
+    """Checks for one replay of strategy ``strategy``.
+
+    ``pairs`` maps ``id()`` of each original reply with tool calls, and of the results that
+    answer it, to the pair. ``limit`` is the strategy's declared `Limit` (checked only when
+    it is a ``"budget"``), ``counter`` the replay's own.
+    """
+
+    __slots__ = ("strategy", "pairs", "limit", "counter", "_fixed", "_fast")
+
+    def __init__(self, strategy: str, pairs: Mapping[int, tuple[Message, Message]], limit: Limit | None,
+                 counter: Any) -> None:
+        self.strategy = strategy
+        self.pairs = pairs
+        self.limit = limit if limit is not None and limit.kind == "budget" else None
+        self.counter = counter
+        self._fixed: dict[str, int] = {}
+        own = None if self.limit is None else (self.limit.counter or counter)
+        # with the replay's own additive counter, the messages' price is the engine's running
+        # sum: only system and tools are priced here, once per system prompt
+        self._fast = own is counter and _additive(counter)
+
+    def not_empty(self, messages: Sequence[Message], i: int) -> None:
+        if not messages:
+            raise StrategyError(
+                f"{self.strategy} rendered an empty request at request {i}; it needs at least the user input"
+            )
+
+    def pairs_kept(self, msgs: Sequence[Message], i: int, start: int = 0, stop: int | None = None) -> None:
+        """A reply with tool calls is followed by the results that answer it, and results
+        never come without their call (checked from ``start`` to ``stop``; the rest was
+        checked before)."""
+        pairs = self.pairs
+        n = len(msgs)
+        for k in range(start, n if stop is None else min(stop, n)):
+            m = msgs[k]
+            pair = pairs.get(id(m))
+            if pair is None:
+                continue
+            call, results = pair
+            if m is call and (k + 1 == n or msgs[k + 1] is not results):
+                raise StrategyError(f"{self.strategy} separated a tool call from its results at request {i}")
+            if m is results and (k == 0 or msgs[k - 1] is not call):
+                raise StrategyError(f"{self.strategy} sent tool results without the call they answer at request {i}")
+
+    def budget_kept(self, system: str, messages: Sequence[Message], messages_tokens: int, i: int) -> None:
+        """Raise when a strategy that promises a budget sent more (``messages_tokens`` is the
+        engine's price of ``messages`` with the replay's counter)."""
+        limit = self.limit
+        if limit is None:
+            return
+        if self._fast:
+            fixed = self._fixed.get(system)
+            if fixed is None:
+                c = self.counter
+                fixed = self._fixed[system] = c.count_system(system) + c.count_tools(limit.tools) + REPLY_PRIMING
+            used = fixed + messages_tokens
+        else:
+            used = (limit.counter or self.counter).count_rendered(Rendered(system, tuple(messages)), limit.tools)
+        if used > limit.tokens:
+            raise StrategyError(f"{self.strategy} promised at most {limit.tokens} tokens but sent {used} at request {i}")
