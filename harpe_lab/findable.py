@@ -26,11 +26,22 @@ How an answer is located, in order (the first that succeeds decides):
                 found by one of the rules above, each in any passage.
 ==============  ===========================================================================
 
-Guards for precision: an answer that is only numbers or only a date also needs the
-passage to share a content word with the question (when one is given), so "3" is not found
-in every text holding a 3; yes/no and hedged answers ("Likely yes", "No") and "not
-mentioned" answers are *unscorable* (`Finding.scorable` is False): whether the text
-supports them is a judgement, for a model judge.
+Guards for precision:
+
+* an answer that is only numbers or only a date also needs its passage to share a content
+  word with the question (when one is given), so "3" is not found in every text with a 3;
+* a number followed by a unit ("5 months ago") needs that unit within three words after
+  the same number in the passage;
+* an event told on the day it happened ("I just launched the campaign") matches a day or
+  month answer through the passage's own date — again only with a question word in it;
+* yes/no and hedged answers ("Likely yes", "No; …"), "not mentioned" and "the information
+  provided is not enough" answers, and answers the question gives away ("Which came
+  first, A or B?" → "A") are *unscorable* (`Finding.scorable` is False): whether the text
+  supports them is a judgement, for a model judge.
+
+Measured on the labelled set (`tests/data/findable_labels.json`, 273 probes from the
+LoCoMo and LongMemEval samples, each labelled by reading its evidence turns): precision
+0.97, recall 0.91 (`tests/test_findable.py` pins precision ≥ 0.9 and recall ≥ 0.8).
 
 Pure: no imports beyond the standard library; text in, verdict out.
 """
@@ -536,7 +547,8 @@ class Finding:
 
 _UNSCORABLE = re.compile(
     r"^(?:(?:most )?likely|probably|possibly|maybe|perhaps|yes|no|not|none|n/?a|unknown|somewhat|"
-    r"i don.?t know|information (?:not|is not))\b"
+    r"i don.?t know|information (?:not|is not)|(?:the )?information provided is not|not enough information|"
+    r"you (?:did not|didn.?t|never) (?:mention|say)|there is no (?:information|mention))\b"
 )
 _LIST_SPLIT = re.compile(r"\s*(?:;|,|\.\s|\band\b|\bor\b|&|/|\n)\s*")
 
@@ -585,7 +597,7 @@ class Haystack:
     def _anchored(self, i: int, question: Sequence[str]) -> bool:
         return not question or any(s in self._prepared[i].stems for s in question)
 
-    def _find_part(self, part: str, question: Sequence[str]) -> tuple[str, int] | None:
+    def _find_part(self, part: str, question: Sequence[str], words: bool = True) -> tuple[str, int] | None:
         tokens = _tokens(part)
         if not tokens:
             return None
@@ -617,7 +629,7 @@ class Haystack:
             p = self._prepared[i]
             if needle in p.joined and (not (bare or want) or self._anchored(i, question)):
                 return "phrase", i
-        if want is not None or not content:
+        if want is not None or not content or not words:
             return None
         # content-word recall
         need = max(1, math.ceil(RECALL_THRESHOLD * len(content) - 1e-9))
@@ -654,12 +666,13 @@ class Haystack:
         q = [s for s in _content(_tokens(question)) if s not in {"when", "date", "time", "day", "year", "month"}]
         # parentheses hold asides and alternatives: look for the answer without them first
         bare = re.sub(r"\s*\([^)]*\)", "", answer).strip() or answer
-        for text in dict.fromkeys((answer, bare)):
-            hit = self._find_part(text, q)
-            if hit:
-                return Finding(True, hit[0], (text,), (), (hit[1],))
         parts = [p for p in (x.strip(" .") for x in _LIST_SPLIT.split(bare)) if p and _tokens(p)]
         parts = [p for p in parts if _content(_tokens(p)) or any(_is_number(t) for t in _tokens(p))]
+        for text in dict.fromkeys((answer, bare)):
+            # a list is found whole only word for word: recall over its words could skip an item
+            hit = self._find_part(text, q, words=len(parts) < 2)
+            if hit:
+                return Finding(True, hit[0], (text,), (), (hit[1],))
         if len(parts) < 2:
             return Finding(False, "none", (bare,), (bare,))
         found, missing = [], []
