@@ -68,7 +68,7 @@ class Knob:
         ``peak_tokens``: up to a little above it for knobs that scale, else the declared
         range (``maximum`` or ten times the default)."""
         if self.scales:
-            high = max(self.minimum + 1, math.ceil(peak_tokens * 1.1))
+            high = max(self.minimum + 1, -(-peak_tokens * 11 // 10))
         else:
             high = self.maximum or max(self.minimum + 1, 10 * (self.default or self.minimum))
         return self.minimum, high if self.maximum is None else min(high, self.maximum)

@@ -55,8 +55,11 @@ def _turn(record: TurnRecord) -> Turn:
 
 def _cap(turns: list[Turn], max_chars: int) -> list[Turn]:
     """Harpe's resume cap applied to whole turns: drop the oldest while more than one is
-    left and the total (Harpe's character measure) exceeds ``max_chars``."""
-    sizes = [sum(message_chars(m) for m in t.all_messages) for t in turns]
+    left and the total (Harpe's character measure) exceeds ``max_chars``. A turn measures
+    what Harpe's resumed history holds of it (§3.6): its input, and its messages only when
+    it was answered — the same rule as `Journal.load`."""
+    sizes = [message_chars(t.input) + (sum(map(message_chars, t.messages)) if t.outcome == "answered" else 0)
+             for t in turns]
     total = sum(sizes)
     first = 0
     while len(turns) - first > 1 and total > max_chars:
