@@ -1,10 +1,11 @@
-# The two commands a new user runs: `make demo` and `make test`. Both set up .venv first.
+# The two commands a new user runs: `make demo` and `make test`; `make lab` opens the notebooks.
+# All of them set up .venv first.
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: demo test bench clean
+.PHONY: demo lab test bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -14,6 +15,10 @@ $(STAMP): pyproject.toml
 
 demo: $(STAMP)
 	$(PY) -m harpe_lab demo
+
+# JupyterLab on the numbered notebooks (Ctrl-C stops it)
+lab: $(STAMP)
+	$(PY) -m jupyter lab notebooks/
 
 # pytest exits 5 when it selected no test: fail loudly rather than pass on nothing.
 test: $(STAMP)
