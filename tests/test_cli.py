@@ -274,9 +274,14 @@ class TestReplayOutput:
         assert_one_line_error(*run(["replay", chat, "--strategy", "full", "--budget", "900"], capsys), 2,
                               "--budget does not apply to the 'full' strategy")
 
-    def test_help_names_list(self, capsys):
+    def test_help_names_list_and_the_strategies(self, capsys):
+        from harpe_lab.presets import PRESETS
+
         code, out, _ = run(["replay", "--help"], capsys)
-        assert code == 0 and "--list" in out and "--pricing" in out and "--format" in out
+        assert code == 0 and "--list" in out and "--pricing" in out and "--format" in out and "--set" in out
+        assert all(name in " ".join(out.split()) for name in PRESETS)
+        code, out, _ = run(["--help"], capsys)
+        assert code == 0 and "harpe-lab replay --list" in out
 
 
 # --- as a real process ----------------------------------------------------------------------
@@ -289,6 +294,12 @@ def _harpe_lab(*args, **kw):
 
 
 class TestProcess:
+    def test_console_script_is_main(self):
+        from importlib.metadata import entry_points
+
+        (script,) = [e for e in entry_points(group="console_scripts") if e.name == "harpe-lab"]
+        assert script.value == "harpe_lab.cli:main" and script.load() is main
+
     def test_bad_input_in_a_real_process(self, tmp_path):
         done = _harpe_lab("replay", tmp_path / "missing.jsonl")
         assert done.returncode == 1

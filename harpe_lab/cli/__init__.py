@@ -74,6 +74,8 @@ def _choice(name: str, choices: Sequence[str]):  # noqa: ANN202 - an argparse ty
 
 
 def _parser() -> argparse.ArgumentParser:
+    from ..presets import STRATEGIES  # names only: the registry is data, cheap to import
+
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--traceback", action="store_true", default=argparse.SUPPRESS,
                         help="on an error, show the full Python traceback instead of one line")
@@ -97,7 +99,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("path", nargs="?", help="a Harpe journal or any transcript load_any() reads "
                                            "(Claude Code, Codex, SWE-agent, LoCoMo, OpenAI messages, ...)")
     p.add_argument("--list", action="store_true", help="list the strategies with their knobs and exit")
-    p.add_argument("--strategy", default="full", metavar="NAME", help="strategy name (default: full; see --list)")
+    p.add_argument("--strategy", default="full", metavar="NAME",
+                   help=f"one of {', '.join(STRATEGIES)} (default: full; --list describes them)")
     p.add_argument("--budget", type=positive_int, default=None, metavar="N",
                    help="the strategy's limit in tokens (default: the strategy's own; see --list)")
     p.add_argument("--set", action="append", default=[], metavar="KNOB=VALUE", dest="knobs",
