@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import threading
+from datetime import date
 import time
 
 import pandas as pd
@@ -27,15 +28,22 @@ from harpe_lab.evaluate import (
     ANSWER_PROMPT,
     COMPARE_COLUMNS,
     PROBE_COLUMNS,
+    RETENTION_COLUMNS,
     EvaluationError,
     answer_f1,
     answer_probes,
     artifact_retention,
     compare,
+    judge_agreement,
+    message_passages,
     normalize_answer,
     probe_retention,
+    retention,
     with_probe_turn,
 )
+from harpe_lab import datasets
+from harpe_lab.findable import findable
+from harpe_lab.presets import make_strategy
 from harpe_lab.replay import Pricing, replay
 from harpe_lab.summarize import ExtractiveDistiller
 
@@ -163,6 +171,122 @@ class TestProbeRetention:
     def test_unknown_evidence_is_named(self):
         with pytest.raises(EvaluationError, match=r"names evidence \['9.9'\]"):
             probe_retention(run("full"), [Probe("bad", 3, "q", "a", ("9.9",))])
+
+
+# --- retention relative to the full history ----------------------------------------------
+
+
+def _one(frame, strategy: str, category: str = "all"):
+    return frame[(frame["strategy"] == strategy) & (frame["category"] == category)].iloc[0]
+
+
+class TestRetention:
+    @pytest.fixture(scope="class")
+    @classmethod
+    def table(cls):
+        return retention([run(name) for name in STRATEGIES])
+
+    def test_columns_and_one_all_row_per_replay_then_categories(self, table):
+        assert list(table.columns) == list(RETENTION_COLUMNS)
+        assert table.loc[table["strategy"] == "full", "category"].tolist() == ["all", "single-hop", "temporal"]
+
+    def test_full_context_is_one_by_construction(self, table):
+        full = _one(table, "full")
+        assert (full["findable"], full["needs_judge"], full["retention"]) == (4, 0, 1.0)
+        assert full["denominator"] == "4 findable of 4 probes"
+        assert (table.loc[table["strategy"] == "full", "retention"] == 1.0).all()
+
+    def test_a_window_keeps_the_recent_facts_and_loses_the_rest(self, table):
+        w = _one(table, "windowed")
+        assert (w["known"], w["retention"], w["verbatim"], w["lost"]) == (2, 0.5, 0.5, 0.5)
+        assert _one(table, "windowed", "temporal")["retention"] == 0.0  # the deadline was in turn 1
+        assert _one(table, "turn")["retention"] == 0.0
+
+    def test_a_summary_that_keeps_the_answers_gets_credit(self, table):
+        s = _one(table, "summarizing")
+        # locker and deadline were folded into the summary; cat and drive are still sent
+        assert (s["verbatim"], s["only_in_summary"], s["lost"], s["retention"]) == (0.5, 0.5, 0.0, 1.0)
+        pr = probe_retention(run("summarizing")).set_index("probe_id")
+        assert pr["kept_as"].to_dict() == {"locker": "summary", "deadline": "summary", "cat": "verbatim",
+                                           "drive": "verbatim"}  # fmt: skip
+        assert not pr.loc["locker", "evidence_in_context"] and pr.loc["locker", "known"]
+
+    def test_the_breakdown_adds_up(self, table):
+        parts = table[["verbatim", "only_in_summary", "lost"]].sum(axis=1)
+        assert parts.round(9).eq(1.0).all()
+        assert (table["retention"] - table["verbatim"] - table["only_in_summary"]).abs().max() < 1e-9
+
+    def test_a_probe_not_findable_even_in_full_history_needs_a_judge_not_lost(self):
+        n = len(facts().turns)
+        probes = [*facts().probes, Probe("hedge", n, "Does my cat like the locker?", "Likely no", ("7.0",), "open")]
+        for name, expected in (("full", 1.0), ("windowed", 0.5)):
+            t = retention(run(name), probes)
+            row = _one(t, name)
+            assert (row["probes"], row["findable"], row["needs_judge"]) == (5, 4, 1)
+            assert row["retention"] == expected  # the hedge is not in the denominator
+            assert _one(t, name, "open")["denominator"] == "0 findable of 1 probes"
+        pr = probe_retention(run("windowed"), probes).set_index("probe_id")
+        assert pr.loc["hedge", "kept_as"] == "judge" and pr.loc["hedge", "findable_full"] is pd.NA
+        assert pr.loc["hedge", "known"] == True  # noqa: E712 - its evidence was sent verbatim
+
+    def test_a_paraphrased_answer_is_found_where_a_substring_is_not(self):
+        n = len(facts().turns)
+        probe = Probe("size", n, "How big is the backup drive?", "The drive holds 512 MB (half a gigabyte).", ("2.0",))
+        pr = probe_retention(run("full"), [probe])
+        assert normalize_answer(probe.answer) not in normalize_answer(" ".join(m.text for m in facts().turns[2].all_messages))
+        assert pr["answer_in_context"].tolist() == [True]  # content words and the number, the aside optional
+
+
+class TestMessagePassages:
+    def test_dates_and_speakers_from_the_metadata(self):
+        turns = (
+            Turn(UserInput("I went to the support group yesterday."), (AssistantMessage("Great!"),),
+                 metadata={"date_time": "1:56 pm on 8 May, 2023"}),
+            Turn(UserInput("no date here")),
+        )  # fmt: skip
+        conv = Conversation(turns, id="c", metadata={"speaker_a": "Caroline", "speaker_b": "Melanie"})
+        ps = message_passages(conv)
+        assert [(p.text, p.date, p.speaker) for p in ps] == [
+            ("I went to the support group yesterday.", date(2023, 5, 8), "Caroline"),
+            ("Great!", date(2023, 5, 8), "Melanie"),
+            ("no date here", None, "Caroline"),
+        ]
+        assert [p.text for p in message_passages(conv, ["0.1"])] == ["Great!"]
+
+    def test_an_unknown_id_is_named(self):
+        with pytest.raises(EvaluationError, match="has no message '9.9'"):
+            message_passages(facts(), ["9.9"])
+
+
+class TestBundledDatasets:
+    """Every bundled dataset: FullContext holds everything it can be credited for."""
+
+    @pytest.mark.parametrize("name", datasets.list_datasets())
+    def test_full_context_relative_retention_is_one(self, name):
+        conv = with_probe_turn(datasets.load(name))
+        rp = replay(conv, make_strategy("full", system=conv.system), counter=COUNTER, name="full")
+        t = retention(rp)
+        assert _one(t, "full")["findable"] >= 1
+        found = t[t["findable"] > 0]
+        assert (found["retention"] == 1.0).all(), t
+
+    def test_a_summarizing_strategy_gets_credit_on_coding_agent(self):
+        conv = with_probe_turn(datasets.load("coding_agent"))
+        rp = replay(conv, make_strategy("summarizing", budget=4000, counter=COUNTER, system=conv.system),
+                    counter=COUNTER, name="summarizing")  # fmt: skip
+        pr = probe_retention(rp)
+        # every evidence message was folded into a summary: the verbatim count alone says 0.000
+        assert not pr["evidence_in_context"].any()
+        assert pr["evidence_summarized"].gt(0).all()
+        row = _one(retention(rp), "summarizing")
+        assert row["findable"] == len(pr) == 8
+        assert row["only_in_summary"] >= 0.25  # today: 3 of 8 (the first failures, the books rate, a count)
+        assert row["retention"] == pytest.approx(row["verbatim"] + row["only_in_summary"])
+        credited = pr[pr["kept_as"] == "summary"]
+        assert credited["answer_in_summary"].all() and credited["known"].all()
+        # each credited answer really is in the summary its request held
+        for _, r in credited.iterrows():
+            assert findable(r["answer"], rp.summary(int(r["request"])).splitlines(), question=r["question"]).found
 
 
 # --- artifact retention ------------------------------------------------------------------
