@@ -312,3 +312,12 @@ class TestRequestIndices:
         frame = rp.requests
         frame.loc[0, "input_tokens"] = -1
         assert rp.requests.loc[0, "input_tokens"] > 0 and rp.events == tuple(rp.events)
+
+
+def test_the_strategies_page_lists_every_preset():
+    from pathlib import Path
+
+    page = (Path(__file__).parent.parent / "docs" / "strategies.md").read_text()
+    table = page.split("## The presets")[1].split("\n## ")[0]
+    rows = {line.split("|")[1].strip().strip("`") for line in table.splitlines() if line.startswith("| `")}
+    assert rows == set(PRESETS)
