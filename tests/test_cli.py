@@ -256,6 +256,20 @@ class TestReplayOutput:
                 assert f"range {knob.minimum:,} to" in line
                 assert ("[--budget]" in line) == (knob is preset.budget_knob)
 
+    @pytest.mark.parametrize("name", __import__("harpe_lab.presets").presets.STRATEGIES)
+    def test_every_preset_replays(self, chat, capsys, name):
+        from harpe_lab.presets import PRESETS
+
+        preset = PRESETS[name]
+        budget = ["--budget", "700"] if preset.budget_knob is not None else []
+        code, out, err = run(["replay", chat, "--strategy", name, *budget, "--format", "json"], capsys)
+        assert code == 0, err
+        doc = json.loads(out)
+        assert doc["strategy"] == name and len(doc["requests"]) == 3
+        assert doc["budget"] == (700 if budget else None)
+        if preset.limit_kind == "budget":  # a hard promise: no request above it
+            assert max(r["input_tokens"] for r in doc["requests"]) <= 700
+
     def test_set_another_knob(self, chat, capsys):
         code, out, _ = run(["replay", chat, "--strategy", "chain", "--set", "n=1", "--format", "json"], capsys)
         assert code == 0
