@@ -470,6 +470,32 @@ class TestAnswerProbes:
         assert a["cost_usd"].isna().all()
         assert (a["output_tokens"] == 6).all()  # context and full history: 3 each
 
+    def test_the_matcher_beside_the_model_and_their_agreement(self, openai_server, tmp_path):
+        a = ask(openai_server, run("windowed"), tmp_path).set_index("probe_id")
+        assert a["findable_full"].all()
+        assert a["known"].to_dict() == {"locker": False, "deadline": False, "cat": True, "drive": True}
+        assert a["answer_in_context"].equals(a["context_match"])  # the oracle answers from what it was sent
+        assert a.attrs["agreement"] == {"full": 1.0, "probes": 4, "context": 1.0, "context_probes": 4, "judge_only": 0}
+
+    def test_agreement_counts_disagreements_and_judge_only_probes(self, openai_server, tmp_path):
+        def strict_about_cats(body):
+            # a judge that rejects every answer about the cat, right or wrong
+            if body["model"] == "judge-model" and "cat called" in body["messages"][-1]["content"]:
+                return Reply.text("INCORRECT")
+            return oracle(body)
+
+        n = len(facts().turns)
+        probes = [*facts().probes, Probe("hedge", n, "Is my locker code secret?", "Yes", ("0.0",))]
+        openai_server.script(*[strict_about_cats] * 100)
+        a = answer_probes(run("full"), probes, model="openai/test-model", judge="openai/judge-model",
+                          api_base=openai_server.base_url, api_key=SECRET, cache_dir=tmp_path, retries=0,
+                          progress=False)  # fmt: skip
+        agreement = a.attrs["agreement"]
+        # the matcher finds all four facts; the judge rejects the cat: 3 of 4 agree
+        assert agreement["probes"] == 4 and agreement["full"] == 0.75
+        assert agreement["judge_only"] == 1  # "Yes": only the judge can score it
+        assert judge_agreement(a) == agreement
+
     def test_rejects_bad_arguments(self, tmp_path):
         with pytest.raises(EvaluationError, match="concurrency must be an int >= 1, got 0"):
             answer_probes(run("full"), model="openai/x", concurrency=0, cache_dir=tmp_path)
@@ -512,7 +538,10 @@ class TestCompare:
     def test_compactions_and_distill_cost(self, table):
         t, replays = table
         t = t.set_index("strategy")
-        assert t.loc[["full", "windowed", "turn"], "compactions"].tolist() == [0, 0, 0]
+        # a compaction is any request whose context dropped or folded history (one meaning since the
+        # preset registry): the window and the turn context drop, the full history never does
+        assert t.loc["full", "compactions"] == 0
+        assert t.loc["windowed", "compactions"] >= 1 and t.loc["turn", "compactions"] >= 1
         summ = replays[3].requests
         assert t.loc["summarizing", "compactions"] == t.loc["summarizing", "distill_calls"] >= 1
         assert t.loc["summarizing", "distill_cost_usd"] == pytest.approx(
@@ -540,6 +569,27 @@ class TestCompare:
         assert t.loc["full", "answer_accuracy"] == 1.0 and t.loc["full", "answer_accuracy_full"] == 1.0
         assert t.loc["windowed", "answer_accuracy"] == 0.5 and t.loc["windowed", "answer_accuracy_full"] == 1.0
         assert math.isnan(t.loc["turn", "answer_accuracy"])
+
+    def test_relative_retention_with_its_denominator(self, table):
+        t = table[0].set_index("strategy")
+        assert t["retention"].to_dict() == {"full": 1.0, "windowed": 0.5, "turn": 0.0, "summarizing": 1.0}
+        assert (t["retention_denominator"] == "4 findable of 4 probes").all()
+        assert (t["findable"] == 4).all() and (t["needs_judge"] == 0).all()
+        # the summary's credit: what verbatim evidence alone (probe_retention) misses
+        assert t.loc["summarizing", "only_in_summary"] == 0.5 > 0 == t.loc["full", "only_in_summary"]
+        assert t.loc["summarizing", "retention"] > t.loc["summarizing", "probe_retention"]
+
+    def test_answer_retention_shares_the_matchers_denominator(self, openai_server, tmp_path):
+        n = len(facts().turns)
+        probes = [*facts().probes, Probe("hedge", n, "Is my locker code secret?", "Yes", ("0.0",))]
+        replays = [run("full"), run("windowed")]
+        answers = [ask(openai_server, rp, tmp_path, probes=probes) for rp in replays]
+        t = compare(replays, probes, answers=answers).set_index("strategy")
+        # the hedge gets "I don't know" from the oracle: wrong, but outside the denominator
+        assert t["answer_accuracy"].to_dict() == {"full": 0.8, "windowed": 0.4}
+        assert t["answer_retention"].to_dict() == {"full": 1.0, "windowed": 0.5}
+        assert t["retention_denominator"].tolist() == ["4 findable of 5 probes"] * 2
+        assert t["judge_agreement"].to_dict() == {"full": 1.0, "windowed": 1.0}
 
     def test_explicit_probes_replace_the_conversations(self):
         t = compare([run("windowed")], probes=[facts().probes[0]])
