@@ -581,7 +581,7 @@ class TestCli:
         assert "3 turns" in out and "generation G5" in out
         assert "answered" in out and "interrupted*" in out
         assert "1 answered, 2 interrupted, 0 failed" in out
-        assert "tokens in 7600, out 160, cache read 3500, cache write 200" in out
+        assert "tokens in 7,600, out 160, cache read 3,500, cache write 200" in out
 
     def test_inspect_counts_skipped_lines(self, tmp_path, capsys):
         p = tmp_path / "j.jsonl"

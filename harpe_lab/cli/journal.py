@@ -14,6 +14,7 @@ from typing import Any
 
 from ..errors import HarpeLabError, ImportFormatError, JournalError
 from ..journal import Journal, Records, TornLineWarning
+from ._table import render, tokens
 
 __all__ = ["cli_inspect", "cli_check"]
 
@@ -84,12 +85,10 @@ def cli_inspect(args: argparse.Namespace) -> int:
     Bad lines are skipped and counted (run ``check`` to list them)."""
     records = _read(args.path, errors="skip")
     gens = ", ".join(records.generations) or "-"
-    print(f"{records.path}: {len(records)} turns · generation {gens} · read by {records.reader}")
-    if records:
-        print(f"{'#':>4}  {'outcome':<12} {'msgs':>4} {'replies':>7} {'input':>9} {'output':>8} "
-              f"{'cache r':>9} {'cache w':>8}  input")
+    print(f"{records.path}: {len(records):,} turns · generation {gens} · read by {records.reader}")
     totals = [0, 0, 0, 0, 0, 0]
     outcomes = {o: 0 for o in _OUTCOMES}
+    rows = []
     for i, r in enumerate(records):
         outcome = r.data.outcome if r.terminated else "interrupted*"
         outcomes[r.data.outcome] += 1
@@ -101,12 +100,15 @@ def cli_inspect(args: argparse.Namespace) -> int:
         for j, v in enumerate(row):
             totals[j + 1] += v
         extra = f"  [error: {_clip(r.data.error, 60)}]" if r.data.error else ""
-        extra += f"  [+{len(r.nested_usage)} subagent replies, {nested} tokens]" if r.nested_usage else ""
-        print(f"{i:>4}  {outcome:<12} {len(r.data.messages):>4} {row[0]:>7} {row[1]:>9} {row[2]:>8} "
-              f"{row[3]:>9} {row[4]:>8}  {_clip(r.data.input.text, 50)}{extra}")
-    print(f"total: {outcomes['answered']} answered, {outcomes['interrupted']} interrupted, "
-          f"{outcomes['failed']} failed; {totals[0]} messages; {totals[1]} replies; tokens in {totals[2]}, "
-          f"out {totals[3]}, cache read {totals[4]}, cache write {totals[5]}")
+        extra += f"  [+{len(r.nested_usage)} subagent replies, {nested:,} tokens]" if r.nested_usage else ""
+        rows.append([str(i), outcome, f"{len(r.data.messages):,}", *(tokens(v) for v in row),
+                     _clip(r.data.input.text, 50) + extra])
+    if rows:
+        print(render(["#", "outcome", "msgs", "replies", "input", "output", "cache r", "cache w", "input text"], rows,
+                     left=(1, 8)))
+    print(f"total: {outcomes['answered']:,} answered, {outcomes['interrupted']:,} interrupted, "
+          f"{outcomes['failed']:,} failed; {totals[0]:,} messages; {totals[1]:,} replies; tokens in {totals[2]:,}, "
+          f"out {totals[3]:,}, cache read {totals[4]:,}, cache write {totals[5]:,}")
     if any(not r.terminated for r in records):
         print("* no terminator: the turn was cut off (read as interrupted, messages kept)")
     for note in records.notes:
