@@ -27,6 +27,15 @@ def _freeze(obj: object, name: str) -> None:
         object.__setattr__(obj, name, tuple(value))
 
 
+def _thaw(value: Any) -> Any:
+    """``value`` with every read-only mapping view in it made a dict again (views do not pickle)."""
+    if isinstance(value, Mapping):
+        return {k: _thaw(v) for k, v in value.items()}
+    if type(value) in (list, tuple):
+        return type(value)(_thaw(v) for v in value)
+    return value
+
+
 def _frozen_mapping(obj: object, name: str) -> None:
     value = getattr(obj, name)
     if not isinstance(value, MappingProxyType):
@@ -103,7 +112,7 @@ class Turn:
 
     def __reduce__(self) -> tuple:
         # the read-only metadata view cannot be pickled; process pools need turns that can
-        return (Turn, (self.input, self.messages, self.outcome, self.error, self.usage, self.ids, dict(self.metadata)))
+        return (Turn, (self.input, self.messages, self.outcome, self.error, self.usage, self.ids, _thaw(self.metadata)))
 
 
 @dataclass(frozen=True)
@@ -150,7 +159,7 @@ class Conversation:
 
     def __reduce__(self) -> tuple:
         # see Turn.__reduce__
-        return (Conversation, (self.turns, self.id, self.source, dict(self.metadata), self.probes,
+        return (Conversation, (self.turns, self.id, self.source, _thaw(self.metadata), self.probes,
                                self.compactions, self.system))
 
     def __iter__(self) -> Iterator[Turn]:

@@ -85,21 +85,18 @@ class TestFreshStatePerReplay:
         assert a.totals()["summaries"] == 3
         assert a.requests.equals(b.requests)
 
+    @pytest.mark.slow
     def test_sweep_frames_do_not_depend_on_order_or_executor(self):
+        from concurrent.futures import ProcessPoolExecutor
+
         convs = [datasets.load("support_chat"), datasets.load("research_assistant")]
-        recorded = RecordedDistiller(["a summary", "another"])
-        strategies = {
-            "summarizing": lambda high_water: make_strategy("summarizing", budget=high_water, distill=recorded)(),
-            "sliding": lambda high_water: make_strategy("sliding", budget=high_water + 1000, counter=COUNTER)(),
-            "chain": lambda high_water: make_strategy("chain", budget=high_water, counter=COUNTER)(),
-        }
         grid = [{"high_water": h} for h in (2500, 4000, 6000)]
         key = ["conversation", "strategy", "high_water"]
 
         def run(points, **kw):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                frame = sweep(convs, strategies, points, counter=COUNTER, progress=False, **kw)
+                frame = sweep(convs, SWEPT, points, counter=COUNTER, progress=False, **kw)
             return frame.sort_values(key).reset_index(drop=True)
 
         inline = run(grid, workers=1)
@@ -110,6 +107,31 @@ class TestFreshStatePerReplay:
         assert run(shuffled, workers=2).equals(inline)
         with ThreadPoolExecutor(2) as pool:
             assert run(shuffled, executor=pool).equals(inline)
+        with ProcessPoolExecutor(2) as pool:
+            assert run(grid, executor=pool).equals(inline)
+        distributed = pytest.importorskip("distributed")
+        with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                      dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+            assert run(shuffled, executor=client.get_executor()).equals(inline)
+
+
+# module-level, so a plain process pool can pickle them; one distiller shared by every replay
+_RECORDED = RecordedDistiller(["a summary", "another"])
+
+
+def _summarizing(high_water):
+    return make_strategy("summarizing", budget=high_water, distill=_RECORDED)()
+
+
+def _sliding(high_water):
+    return make_strategy("sliding", budget=high_water + 1000, counter=COUNTER)()
+
+
+def _chain(high_water):
+    return make_strategy("chain", budget=high_water, counter=COUNTER)()
+
+
+SWEPT = {"summarizing": _summarizing, "sliding": _sliding, "chain": _chain}
 
 
 class TestReusedMessageObjects:
