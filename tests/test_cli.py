@@ -275,10 +275,16 @@ class TestReplayOutput:
         assert code == 0
         assert [r["messages_sent"] for r in json.loads(out)["requests"]] == [1, 1, 1]
 
+    def test_set_the_budget_knob_is_reported_as_the_budget(self, chat, capsys):
+        code, out, _ = run(["replay", chat, "--strategy", "summarizing", "--set", "high_water=900", "--format",
+                            "json"], capsys)
+        assert code == 0 and json.loads(out)["budget"] == 900
+
     @pytest.mark.parametrize("option, fragment", [
         (["--set", "n=0"], "n must be >= 1"),
         (["--set", "depth=3"], "has no knob 'depth'; its knobs: budget, n"),
         (["--set", "n"], "KNOB=VALUE"),
+        (["--set", "n=inf"], "--set n=inf: must be a whole number"),
         (["--set", "budget=900", "--budget", "800"], "give one of them"),
     ])
     def test_bad_knob_is_a_usage_error(self, chat, capsys, option, fragment):

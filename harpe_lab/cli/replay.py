@@ -149,15 +149,19 @@ def _knobs(args: argparse.Namespace, preset: Any) -> dict[str, str]:
     return knobs
 
 
-def _factory(args: argparse.Namespace, preset: Any, conversation: Any, counter: Any) -> Any:
-    from ..presets import make_strategy
-
-    knobs: dict[str, Any] = {}
+def _knob_values(args: argparse.Namespace, preset: Any) -> dict[str, int]:
+    knobs: dict[str, int] = {}
     for name, text in _knobs(args, preset).items():
         try:
             knobs[name] = _whole_number(text)
         except ValueError:
             raise UsageError(f"--set {name}={text}: must be a whole number") from None
+    return knobs
+
+
+def _factory(args: argparse.Namespace, knobs: dict[str, int], conversation: Any, counter: Any) -> Any:
+    from ..presets import make_strategy
+
     try:
         return make_strategy(args.strategy, budget=args.budget, counter=counter, system=conversation.system,
                              **knobs)
@@ -171,20 +175,21 @@ def _whole_number(text: str) -> int:
     """``"50"``, ``"8_000"``, ``"8,000"``, ``"50.0"`` → an int; ValueError otherwise (the range
     is the preset's to check)."""
     value = float(text.replace("_", "").replace(",", ""))
-    if value != value or value != int(value):
+    if not math.isfinite(value) or value != int(value):
         raise ValueError(text)
     return int(value)
 
 
-def _replay(args: argparse.Namespace, factory: Any, conversation: Any, counter: Any, pricing: Any) -> Any:
+def _replay(args: argparse.Namespace, factory: Any, conversation: Any, counter: Any, pricing: Any,
+            budget: int | None) -> Any:
     from ..replay import replay
 
     try:
         return replay(conversation, factory, counter=counter, pricing=pricing, name=args.strategy)
     except BudgetError as err:
         what = _ADVICE.sub(".", " ".join(str(err).split()))
-        budget = f"--budget {args.budget:,}" if args.budget else "its default budget"
-        raise BudgetError(f"{args.path}: {args.strategy} at {budget} cannot keep what it must: {what} "
+        at = f" at --budget {budget:,}" if budget is not None else ""
+        raise BudgetError(f"{args.path}: {args.strategy}{at} cannot keep what it must: {what} "
                           "Raise --budget or choose another strategy (`harpe-lab replay --list`).") from err
 
 
@@ -226,16 +231,19 @@ def cli_replay(args: argparse.Namespace) -> int:
             pricing = Pricing.for_model(args.pricing)
         except StrategyError as err:
             raise UsageError(f"--pricing: {' '.join(str(err).split())}") from err
+    knobs = _knob_values(args, preset)
+    budget = args.budget
+    if knob is not None and budget is None:
+        budget = knobs.get(knob.name, knob.default)
     counter = _counter(args.counter)
     conversation = _load(args.path)
-    factory = _factory(args, preset, conversation, counter)
-    result = _replay(args, factory, conversation, counter, pricing)
+    factory = _factory(args, knobs, conversation, counter)
+    result = _replay(args, factory, conversation, counter, pricing, budget)
 
     frame = result.requests
     columns = list(_COLUMNS) + (list(_COST_COLUMNS) if pricing is not None else [])
     totals_spec = list(_TOTALS) + (list(_COST_TOTALS) if pricing is not None else [])
     totals = result.totals()
-    budget = args.budget if args.budget is not None else (knob.default if knob is not None else None)
 
     if args.format == "csv":
         frame[[c for c, _, _ in columns]].to_csv(sys.stdout, index=False)
