@@ -6,13 +6,24 @@ Every function takes ``ax=None`` (a new figure is made when it is None) and retu
 The artists a reader (or a test) may want to find carry a ``gid``:
 
 ==================  ======================================================================
-``high_water``      the high-water line (``low_water``, ``limit`` likewise)
-``compactions``     one `Line2D` whose points are the compactions, one marker each
-``overshoot``       vertical segments from the high-water mark up to each overshooting request
+``high_water``      the strategy's declared limit (labelled by its kind: high water, budget,
+                    target), or the ``high_water`` passed; ``low_water``, ``limit`` likewise
+``compactions``     one `Line2D` with a marker on every request the frame marks ``compacted``
+``summaries``       one `Line2D` with a marker on every request the frame marks ``summarized``
+``overshoot``       vertical segments from the limit up to each overshooting request
+``off_scale``       the text naming the marks too far above the data to draw (see below)
 ``band:<part>``     the stacked bands ``system``, ``summary``, ``history``, ``turn``
 ``pareto``          the Pareto front of `plot_sweep`
 ``context_map``     the image of `plot_context_map`
 ==================  ======================================================================
+
+The y-axis fits the data: a mark (limit, water mark) up to `FAR_ABOVE` times the largest
+request is drawn as a line; one further up is named in the ``off_scale`` text at the top of
+the axes instead of squeezing the data into the bottom of the picture.
+
+Counts mean what ``docs/glossary.md`` says, and come from the request frame: a compaction
+marker is a ``compacted`` request, a summary marker a ``summarized`` one, a red segment a
+request with ``overshoot_tokens`` above 0 (when the drawn mark is the strategy's limit).
 
 `TokenUsePlot` is the object behind `plot_token_use`; the widgets keep one and call
 `TokenUsePlot.update` so a slider move changes data, not artists.
@@ -31,6 +42,8 @@ __all__ = [
     "plot_context_map",
     "TokenUsePlot",
     "compaction_requests",
+    "summary_requests",
+    "FAR_ABOVE",
     "model_input_limit",
     "pareto_front",
     "BAND_COLUMNS",
@@ -42,6 +55,13 @@ BAND_COLUMNS = ("system_tokens", "summary_tokens", "history_tokens", "turn_token
 
 _BAND_LABELS = ("system + tools", "summary", "earlier turns", "current turn")
 _BAND_COLORS = ("#9e9e9e", "#8e6cc4", "#4c8fd6", "#f2a541")
+
+FAR_ABOVE = 1.5
+"""A mark higher than this many times the largest request is named, not drawn."""
+
+_LIMIT_LABELS = {"high_water": "high water", "budget": "budget", "target": "target"}
+_COMPACTED = dict(ls="none", marker="v", ms=8, color="black", label="compacted (request cut)")
+_SUMMARIZED = dict(ls="none", marker="o", ms=9, mfc="none", mec="#8e6cc4", mew=1.8, label="summary made")
 
 STATE_COLORS = {"not yet": "#ffffff", "sent": "#2e7d32", "summarized": "#f2a541", "dropped": "#c62828"}
 """Colours of `plot_context_map`, by message state (``not yet`` = not yet in the history)."""
@@ -73,20 +93,49 @@ def _check_replay(replay: Any, param: str = "replay") -> None:
         )
 
 
-def compaction_requests(replay: Any) -> list[int]:
-    """The request index of every compaction in ``replay``, one entry per compaction.
-
-    A compaction is a ``ContextCompacted`` event (the count `Replay.totals` reports). For
-    a strategy that emits no such events, the requests its context marked ``compacted``
-    are used instead, so its cuts still show.
-    """
+def _flagged(replay: Any, column: str) -> list[int]:
     _check_replay(replay)
-    n = len(replay)
-    found = [min(e.request, n - 1) for e in replay.events if e.kind == "ContextCompacted"]
-    if found or n == 0:
-        return found
-    compacted = replay.requests["compacted"]
-    return [int(i) for i in compacted.index[compacted.to_numpy(dtype=bool)]]
+    flags = replay.requests[column]
+    return [int(i) for i in flags.index[flags.to_numpy(dtype=bool)]]
+
+
+def compaction_requests(replay: Any) -> list[int]:
+    """The index of every request the frame marks ``compacted`` (the strategy removed or
+    replaced something it had sent): one marker each, ``totals()["compactions"]`` of them."""
+    return _flagged(replay, "compacted")
+
+
+def summary_requests(replay: Any) -> list[int]:
+    """The index of every request the frame marks ``summarized`` (a summary was produced
+    before it): ``totals()["summaries"]`` of them."""
+    return _flagged(replay, "summarized")
+
+
+def _fit_marks(ax: Any, data_max: float, marks: Sequence[tuple[Any, float | None, str]], text: Any) -> float:
+    """Show each ``(line, value, name)`` mark near the data as its line, and name the ones
+    more than `FAR_ABOVE` times ``data_max`` in ``text`` (hiding their lines); return the
+    top of the y-axis."""
+    top = data_max
+    far = []
+    for line, value, name in marks:
+        if value is None:
+            line.set_visible(False)
+            continue
+        if data_max > 0 and value > FAR_ABOVE * data_max:
+            line.set_visible(False)
+            far.append(f"{_plain(name)} {value:,.0f} (×{value / data_max:.1f})")
+        else:
+            line.set_visible(True)
+            top = max(top, value)
+    text.set_text(("↑ above the plot: " + ", ".join(far)) if far else "")
+    text.set_visible(bool(far))
+    return max(top, 1.0) * 1.08
+
+
+def _off_scale_text(ax: Any) -> Any:
+    return ax.text(0.99, 0.97, "", transform=ax.transAxes, ha="right", va="top", fontsize=8, color="#333333",
+                   gid="off_scale", visible=False, zorder=6,
+                   bbox=dict(boxstyle="round,pad=0.25", fc="white", ec="#bbbbbb", alpha=0.9))  # fmt: skip
 
 
 def model_input_limit(limit: int | str) -> int:
@@ -159,8 +208,9 @@ class TokenUsePlot:
         self.overshoot = LineCollection([], colors="#c62828", linewidths=2.5, label="overshoot")
         self.overshoot.set_gid("overshoot")
         ax.add_collection(self.overshoot)
-        (self.compactions,) = ax.plot([], [], ls="none", marker="v", ms=8, color="black",
-                                      label="compaction", gid="compactions", zorder=5)  # fmt: skip
+        (self.compactions,) = ax.plot([], [], gid="compactions", zorder=5, **_COMPACTED)
+        (self.summaries,) = ax.plot([], [], gid="summaries", zorder=5, **_SUMMARIZED)
+        self.off_scale = _off_scale_text(ax)
         self.cursor = ax.axvline(0, color="#555555", lw=1, visible=False, gid="cursor")
         ax.set_xlabel("request")
         ax.set_ylabel("input tokens")
@@ -183,35 +233,42 @@ class TokenUsePlot:
             base = top
         total = frame["input_tokens"].to_numpy(dtype=float)
 
-        high = replay.high_water if high_water is None else high_water
-        for line, value, name in ((self.high, high, "high_water"), (self.low, low_water, "low_water")):
+        declared = getattr(replay, "limit", None)
+        if high_water is None and declared is not None:
+            high, high_name = declared.tokens, _LIMIT_LABELS.get(declared.kind, declared.kind)
+        else:
+            high, high_name = high_water, "high water"
+        for value, name in ((high_water, "high_water"), (low_water, "low_water")):
             if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0):
                 raise HarpeLabError(f"`{name}` must be a token count >= 0, but {value!r} was passed.")
-            line.set_visible(value is not None)
+        self.high.set_label(high_name)
+        for line, value in ((self.high, high), (self.low, low_water)):
             if value is not None:
                 line.set_ydata([value, value])
         cap = None if limit is None else model_input_limit(limit)
-        self.limit.set_visible(cap is not None)
+        cap_name = limit_label or (f"model limit ({limit})" if isinstance(limit, str) else "limit")
         if cap is not None:
             self.limit.set_ydata([cap, cap])
-            default = f"model limit ({limit})" if isinstance(limit, str) else "limit"
-            self.limit.set_label(_plain(limit_label or default))
+            self.limit.set_label(_plain(cap_name))
 
-        # overshoot against the drawn mark, so what is red is what sits above the line
+        # overshoot against the drawn mark, so what is red is what sits above the line; with
+        # the strategy's own limit these are the requests with overshoot_tokens > 0
         if high is not None and len(x):
             over = total > high
             self.overshoot.set_segments([[(xi, high), (xi, yi)] for xi, yi in zip(x[over], total[over])])
         else:
             self.overshoot.set_segments([])
-        at = compaction_requests(replay)
-        self.compactions.set_data(np.asarray(at, dtype=float), total[at] if at else np.zeros(0))
+        for line, at in ((self.compactions, compaction_requests(replay)), (self.summaries, summary_requests(replay))):
+            line.set_data(np.asarray(at, dtype=float), total[at] if at else np.zeros(0))
         self.cursor.set_visible(cursor is not None)
         if cursor is not None:
             self.cursor.set_xdata([cursor, cursor])
 
-        ymax = max([float(total.max()) if len(total) else 1.0] + [v for v in (high, low_water, cap) if v is not None])
+        data_max = float(total.max()) if len(total) else 0.0
+        top = _fit_marks(self.ax, data_max, [(self.high, high, high_name), (self.low, low_water, "low water"),
+                                             (self.limit, cap, cap_name)], self.off_scale)  # fmt: skip
         self.ax.set_xlim(-0.5, max(0.5, len(x) - 0.5))
-        self.ax.set_ylim(0, ymax * 1.08)
+        self.ax.set_ylim(0, top)
         self.ax.set_title(_plain(f"{replay.conversation.id} — {replay.strategy}"), fontsize=10)
         self._refresh_legend()
 
@@ -222,8 +279,7 @@ class TokenUsePlot:
         handles += [a for a in (self.high, self.low, self.limit) if a.get_visible()]
         if len(self.overshoot.get_segments()):
             handles.append(self.overshoot)
-        if len(self.compactions.get_xdata()):
-            handles.append(self.compactions)
+        handles += [m for m in (self.compactions, self.summaries) if len(m.get_xdata())]
         labels = [h.get_label() for h in handles]
         key = tuple(labels)
         if self._legend is not None and getattr(self, "_legend_key", None) == key:
@@ -246,7 +302,9 @@ def plot_token_use(replay: Any, *, high_water: int | None = None, low_water: int
     ``high_water`` defaults to the strategy's own mark (``replay.high_water``); requests
     above it are highlighted in red. ``low_water`` adds a second line. ``limit`` draws the
     model's context limit: a token count, or a model name looked up in litellm's offline
-    model table. Each compaction is one marker on the ``compactions`` line.
+    model table. Each ``compacted`` request is one marker on the ``compactions`` line, each
+    ``summarized`` one on the ``summaries`` line; every marker has a legend entry. Marks far
+    above the data are named at the top instead of drawn (`FAR_ABOVE`).
     """
     _check_replay(replay)
     ax = _new_axes(ax)
@@ -266,24 +324,49 @@ def _as_named(replays: Any) -> list[tuple[str, Any]]:
     return items
 
 
-def plot_strategies(replays: Sequence[Any] | Mapping[str, Any], ax: Any = None) -> Any:
-    """Input tokens per request of several replays overlaid, one line each, compactions
-    marked on each line. ``replays`` is a sequence (labelled by strategy name) or a
-    mapping of label → Replay."""
+def plot_strategies(replays: Sequence[Any] | Mapping[str, Any], ax: Any = None, *, limit: int | None = None,
+                    limit_label: str = "budget") -> Any:
+    """Input tokens per request of several replays overlaid, one line each, with a marker
+    on each ``compacted`` request (▼) and each ``summarized`` one (○). ``replays`` is a
+    sequence (labelled by strategy name) or a mapping of label → Replay. ``limit`` draws a
+    horizontal line (named in the ``off_scale`` text when far above the data)."""
+    from matplotlib.lines import Line2D
+
     items = _as_named(replays)
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, (int, float)) or limit <= 0):
+        raise HarpeLabError(f"`limit` must be a positive token count, but {limit!r} was passed.")
     ax = _new_axes(ax)
+    data_max, any_cut, any_summary = 0.0, False, False
     for name, r in items:
         frame = r.requests
-        (line,) = ax.plot(frame["request"], frame["input_tokens"], lw=1.4, label=_plain(name), gid=f"strategy:{name}")
+        y = frame["input_tokens"].to_numpy(dtype=float)
+        (line,) = ax.plot(frame["request"], y, lw=1.4, label=_plain(name), gid=f"strategy:{name}")
+        data_max = max(data_max, float(y.max()) if len(y) else 0.0)
         at = compaction_requests(r)
         if at:
-            ax.plot(at, frame["input_tokens"].to_numpy()[at], ls="none", marker="v", ms=6,
-                    color=line.get_color(), gid=f"compactions:{name}")  # fmt: skip
+            any_cut = True
+            ax.plot(at, y[at], **{**_COMPACTED, "ms": 6, "color": line.get_color(), "label": "_nolegend_"},
+                    gid=f"compactions:{name}")  # fmt: skip
+        made = summary_requests(r)
+        if made:
+            any_summary = True
+            ax.plot(made, y[made], **{**_SUMMARIZED, "ms": 7, "mec": line.get_color(), "label": "_nolegend_"},
+                    gid=f"summaries:{name}")  # fmt: skip
+    limit_line = ax.axhline(limit or 0, color="black", lw=1, ls="--", gid="limit", label=_plain(limit_label))
+    top = _fit_marks(ax, data_max, [(limit_line, limit, limit_label)], _off_scale_text(ax))
     ax.set_xlabel("request")
     ax.set_ylabel("input tokens")
-    ax.set_ylim(bottom=0)
+    ax.set_ylim(0, top)
     ax.grid(axis="y", alpha=0.3)
-    ax.legend(fontsize=8, loc="upper left")
+    handles = [h for h in ax.get_lines() if (h.get_gid() or "").startswith("strategy:")]
+    if limit_line.get_visible():
+        handles.append(limit_line)
+    # one legend entry per marker kind, in neutral colours: each line's markers take its colour
+    if any_cut:
+        handles.append(Line2D([], [], **{**_COMPACTED, "color": "#444444"}))
+    if any_summary:
+        handles.append(Line2D([], [], **{**_SUMMARIZED, "mec": "#444444"}))
+    ax.legend(handles=handles, fontsize=8, loc="upper left")
     return ax
 
 

@@ -1,48 +1,285 @@
-"""A static HTML report: comparison tables and plots for a set of replays.
+"""A static HTML report, and what every view shares: the glossary and one number format.
 
-Every piece of transcript-derived text goes through ``html.escape``; tables are rendered
-with pandas' escaping on. The report is one ``index.html`` with PNG files beside it.
+`GLOSSARY` defines each count once; ``docs/glossary.md`` holds the same table
+(`glossary_markdown`, checked by a test), the report ends with it, and the widgets use it as
+tooltips. `format_value` is the one number format: tokens and counts with thousands
+separators, shares as percentages with one decimal, costs in dollars with four decimals,
+missing values as "–". `totals_table` turns replays into the rows every table shows, all
+from `harpe_lab.replay.totals` of each frame; `limit_table` lists the replays that went over
+their declared limit, and how often.
+
+Every piece of transcript-derived text goes through ``html.escape``. The report is one
+``index.html`` with PNG files beside it; its tables wrap to the page width (1,280 px screens
+included) instead of scrolling.
 """
 
 from __future__ import annotations
 
 import html
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
-__all__ = ["ReportSection", "write_report"]
+__all__ = [
+    "ReportSection",
+    "write_report",
+    "GLOSSARY",
+    "COLUMN_LABELS",
+    "glossary_markdown",
+    "glossary_html",
+    "format_value",
+    "format_frame",
+    "table_html",
+    "totals_row",
+    "totals_table",
+    "limit_table",
+    "limit_sentence",
+]
+
+GLOSSARY: tuple[tuple[str, str], ...] = (
+    ("request", "One model call. A turn makes one request per assistant reply; the replay builds each request "
+                "as the strategy would have sent it."),
+    ("input_tokens", "Tokens of the whole request as the replay's counter prices them: system prompt, tool "
+                     "schemas, every message and the chat overhead. Tokens sent = their sum over all requests; "
+                     "largest request = their maximum."),
+    ("system_tokens", "Component of input_tokens: the base system prompt, the tool schemas and the reply priming."),
+    ("summary_tokens", "Component of input_tokens: summary text, in the system prompt or in messages the strategy "
+                       "made up."),
+    ("history_tokens", "Component of input_tokens: original messages of earlier turns."),
+    ("turn_tokens", "Component of input_tokens: original messages of the current turn. The four components add "
+                    "up to input_tokens."),
+    ("compacted", "The request is not the previous request plus the new messages: the strategy removed or "
+                  "replaced something it had sent (a cut, a new summary, a changed system prompt). Compactions = "
+                  "the number of compacted requests; a ▼ marker in the plots."),
+    ("summarized", "A summary was produced before this request (the strategy folded messages into it). "
+                   "Summaries = the number of summarized requests; a ○ marker in the plots."),
+    ("messages_dropped", "Messages the full history held at this request that the request did not carry "
+                         "verbatim (summarized or left out). Most dropped = the maximum over the requests."),
+    ("overshoot_tokens", "Input tokens above the strategy's declared limit, whatever its kind: a budget (a "
+                         "promise the engine enforces), a high water (compact after the provider reports more), "
+                         "a target (aimed at by an estimate). 0 for a strategy that declares no limit. "
+                         "Overshoots = requests with overshoot_tokens above 0; worst overshoot = the maximum."),
+    ("refused", "The strategy raised instead of replaying (a budget it cannot keep, say): it has no row in the "
+                "tables, only its error."),
+    ("distill_calls", "Calls the strategy made to its distiller (the summarizer) while preparing the request. "
+                      "Distill tokens = their input plus output tokens."),
+    ("cached_prefix_tokens", "Tokens of the longest prefix the request shares with the previous one, which a "
+                             "provider's prompt cache can serve. Cached prefix = their sum over all requests as a "
+                             "share of tokens sent."),
+    ("cost_usd", "Price of the request without prompt caching: input tokens, reply and distill tokens at the "
+                 "model's prices. Missing (–) when no pricing was given."),
+    ("cost_usd_cached", "The same price with the cached prefix billed at the provider's cache-read price."),
+    ("probe_retention", "Share of the questions asked about the conversation whose evidence messages were all "
+                        "in the last request."),
+    ("artifact_retention", "Share of the full history's artifacts (file paths, commands, numbers, URLs, identifiers, decisions) that the last request "
+                           "still holds, in its messages or its summary."),
+)
+"""Each count or column, defined once: (name, definition)."""
+
+_ALL_SURFACES = ("Every surface uses these definitions: the request frame (`Replay.requests`), "
+                 "`harpe_lab.replay.totals`, the Explorer's labels and table, the Compare table, the plots' "
+                 "markers and the report.")  # fmt: skip
+
+COLUMN_LABELS: dict[str, str] = {
+    "strategy": "strategy",
+    "requests": "requests",
+    "input_tokens_sum": "tokens sent",
+    "input_tokens_median": "median request",
+    "input_tokens_p90": "90th pct request",
+    "input_tokens_max": "largest request",
+    "compactions": "compactions",
+    "summaries": "summaries",
+    "overshoots": "overshoots",
+    "overshoot_tokens_max": "worst overshoot",
+    "messages_dropped_max": "most dropped",
+    "distill_calls": "distill calls",
+    "distill_tokens": "distill tokens",
+    "cached_prefix_share": "cached prefix",
+    "probe_retention": "probe retention",
+    "artifact_retention": "artifact retention",
+    "cost_usd": "cost",
+    "cost_usd_cached": "cost with cache",
+    "limit": "limit",
+    "overshoot_share": "share of requests",
+    "error": "error",
+}
+"""Table headers, by column."""
+
+_SHARES = {"cached_prefix_share", "probe_retention", "artifact_retention", "answer_in_summary", "raw_retention",
+           "retention", "overshoot_share", "answer_accuracy", "answer_accuracy_full", "answer_retention"}  # fmt: skip
+
+
+def _is_missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def format_value(column: str, value: Any) -> str:
+    """``value`` of ``column`` in the one format every view uses: ``12,345`` (tokens,
+    counts), ``45.3%`` (shares), ``$0.0123`` (costs), ``–`` (missing); text as is."""
+    if _is_missing(value):
+        return "–"
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if not isinstance(value, (int, float)) and hasattr(value, "item"):
+        value = value.item()  # a numpy scalar
+    if not isinstance(value, (int, float)):
+        return str(value)
+    if column.endswith("_usd") or column.endswith("_usd_cached") or column.startswith("cost"):
+        return f"${value:,.4f}"
+    if column in _SHARES or column.startswith("artifacts_"):
+        return f"{value * 100:.1f}%"
+    return f"{int(round(value)):,}"
+
+
+def format_frame(frame: Any, columns: Sequence[str] | None = None) -> Any:
+    """A copy of ``frame`` (only ``columns``, in that order) as formatted strings, headed by
+    `COLUMN_LABELS`."""
+    cols = [c for c in (columns or list(frame.columns)) if c in frame.columns]
+    out = frame[cols].copy().astype(object)
+    for c in cols:
+        out[c] = [format_value(c, v) for v in frame[c]]
+    return out.rename(columns={c: COLUMN_LABELS.get(c, c.replace("_", " ")) for c in cols})
+
+
+def table_html(frame: Any, columns: Sequence[str] | None = None, *, classes: str = "harpe-table") -> str:
+    """``frame`` as an escaped HTML table in the shared number format; each header carries
+    its glossary definition as a tooltip when it has one."""
+    shown = format_frame(frame, columns)
+    cols = [c for c in (columns or list(frame.columns)) if c in frame.columns]
+    defs = dict(GLOSSARY)
+    alias = {"compactions": "compacted", "summaries": "summarized", "overshoots": "overshoot_tokens",
+             "overshoot_tokens_max": "overshoot_tokens", "input_tokens_sum": "input_tokens",
+             "input_tokens_median": "input_tokens", "input_tokens_p90": "input_tokens", "input_tokens_max": "input_tokens",
+             "messages_dropped_max": "messages_dropped", "distill_tokens": "distill_calls",
+             "cached_prefix_share": "cached_prefix_tokens", "error": "refused"}  # fmt: skip
+    head = []
+    for c, label in zip(cols, shown.columns):
+        tip = defs.get(alias.get(c, c))
+        title = f" title='{html.escape(tip, quote=True)}'" if tip else ""
+        head.append(f"<th data-column='{html.escape(c, quote=True)}'{title}>{html.escape(str(label))}</th>")
+    rows = []
+    for _, row in shown.iterrows():
+        cells = "".join(f"<td>{html.escape(str(v))}</td>" for v in row)
+        rows.append(f"<tr>{cells}</tr>")
+    return (f"<table class='{html.escape(classes, quote=True)}'><thead><tr>{''.join(head)}</tr></thead>"
+            f"<tbody>{''.join(rows)}</tbody></table>")  # fmt: skip
+
+
+def glossary_markdown() -> str:
+    """The glossary as the Markdown table ``docs/glossary.md`` holds."""
+    lines = ["| name | meaning |", "| --- | --- |"]
+    lines += [f"| `{name}` | {text} |" for name, text in GLOSSARY]
+    return "\n".join(lines) + "\n\n" + _ALL_SURFACES + "\n"
+
+
+def glossary_html() -> str:
+    """The glossary as an HTML definition list (the report's last section)."""
+    items = "".join(f"<dt><code>{html.escape(n)}</code></dt><dd>{html.escape(t)}</dd>" for n, t in GLOSSARY)
+    return f"<dl class='glossary'>{items}</dl><p class='note'>{html.escape(_ALL_SURFACES)}</p>"
+
+
+# --- rows from replays ------------------------------------------------------------------------
+
+
+def totals_row(label: str, replay: Any) -> dict[str, Any]:
+    """``{"strategy": label, **totals(replay.requests)}``: the numbers a table shows for one
+    replay, computed from its frame."""
+    from .replay import totals
+
+    return {"strategy": label, **totals(replay.requests)}
+
+
+def totals_table(replays: Mapping[str, Any], retention: Any = None) -> Any:
+    """One row per replay (label → Replay) from `totals_row`; ``retention`` (the
+    `harpe_lab.evaluate.compare` frame of the same replays, in the same order) adds its
+    ``probe_retention`` and ``artifact_retention`` columns."""
+    import pandas as pd
+
+    frame = pd.DataFrame([totals_row(label, r) for label, r in replays.items()])
+    if retention is not None and len(retention) == len(frame):
+        for c in ("probe_retention", "artifact_retention"):
+            if c in retention.columns:
+                frame[c] = list(retention[c])
+    return frame
+
+
+def _limit_text(limit: Any) -> str:
+    kind = {"high_water": "high water", "budget": "budget", "target": "target"}.get(limit.kind, limit.kind)
+    return f"{kind} {limit.tokens:,}"
+
+
+def limit_table(replays: Mapping[str, Any]) -> Any:
+    """The replays that went over their declared limit: ``strategy, limit, overshoots,
+    requests, overshoot_share, overshoot_tokens_max``, most frequent first."""
+    import pandas as pd
+
+    rows = []
+    for label, r in replays.items():
+        if r.limit is None:
+            continue
+        t = totals_row(label, r)
+        if t.get("overshoots", 0) > 0:
+            rows.append({"strategy": label, "limit": _limit_text(r.limit), "overshoots": t["overshoots"],
+                         "requests": t["requests"], "overshoot_share": t["overshoots"] / t["requests"],
+                         "overshoot_tokens_max": t["overshoot_tokens_max"]})  # fmt: skip
+    columns = ["strategy", "limit", "overshoots", "requests", "overshoot_share", "overshoot_tokens_max"]
+    frame = pd.DataFrame(rows, columns=columns)
+    return frame.sort_values(["overshoot_share", "strategy"], ascending=[False, True], kind="stable").reset_index(drop=True)
+
+
+def limit_sentence(row: Mapping[str, Any]) -> str:
+    """One `limit_table` row as a sentence: "summarizing@5300 overshoots its high water
+    5,300 in 99 of 185 requests (53.5%), by up to 961 tokens"."""
+    return (f"{row['strategy']} overshoots its {row['limit']} in {format_value('overshoots', row['overshoots'])} "
+            f"of {format_value('requests', row['requests'])} requests "
+            f"({format_value('overshoot_share', row['overshoot_share'])}), by up to "
+            f"{format_value('overshoot_tokens_max', row['overshoot_tokens_max'])} tokens")  # fmt: skip
+
+
+# --- the page --------------------------------------------------------------------------------
 
 _STYLE = """
-body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 72rem; color: #222; }
+body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 72rem; padding: 0 1rem; color: #222; }
 h1 { font-size: 1.6rem; } h2 { margin-top: 2.5rem; border-bottom: 1px solid #ddd; }
-table { border-collapse: collapse; font-size: 0.85rem; margin: 1rem 0; }
-th, td { border: 1px solid #ddd; padding: 0.25rem 0.5rem; text-align: right; }
-th { background: #f4f4f4; } td:first-child, th:first-child { text-align: left; }
+.table { max-width: 100%; }
+table { border-collapse: collapse; font-size: 0.85rem; margin: 1rem 0; max-width: 100%; }
+th, td { border: 1px solid #ddd; padding: 0.25rem 0.5rem; text-align: right; overflow-wrap: anywhere; }
+th { background: #f4f4f4; vertical-align: bottom; }
+td:first-child, th:first-child { text-align: left; }
+td.text, th.text { text-align: left; }
 img { max-width: 100%; border: 1px solid #eee; margin: 0.5rem 0; }
 .note { color: #555; font-size: 0.9rem; }
-.scroll { overflow-x: auto; }
+ul.limits li { margin: 0.2rem 0; }
+dl.glossary dt { font-weight: bold; margin-top: 0.6rem; } dl.glossary dd { margin-left: 1.5rem; }
 """
 
 
 @dataclass
 class ReportSection:
-    """One dataset's part of the report."""
+    """One part of the report."""
 
     title: str
     description: str = ""
     tables: list[tuple[str, Any]] = field(default_factory=list)
-    """(caption, DataFrame) pairs."""
+    """(caption, DataFrame) pairs, shown in the shared number format (`format_frame`)."""
     images: list[tuple[str, str]] = field(default_factory=list)
     """(caption, file name relative to the report folder) pairs."""
+    bullets: list[tuple[str, list[str]]] = field(default_factory=list)
+    """(caption, lines of text) pairs, shown as lists."""
 
 
-def write_report(folder: str | Path, title: str, sections: Sequence[ReportSection], *, intro: str = "") -> Path:
-    """Write ``index.html`` into ``folder`` and return its path."""
+def write_report(folder: str | Path, title: str, sections: Sequence[ReportSection], *, intro: str = "",
+                 glossary: bool = True) -> Path:
+    """Write ``index.html`` into ``folder`` and return its path; with ``glossary`` (the
+    default) the page ends with `GLOSSARY`."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     parts = [
         "<!doctype html><html><head><meta charset='utf-8'>",
+        "<meta name='viewport' content='width=device-width, initial-scale=1'>",
         f"<title>{html.escape(title)}</title><style>{_STYLE}</style></head><body>",
         f"<h1>{html.escape(title)}</h1>",
     ]
@@ -52,15 +289,21 @@ def write_report(folder: str | Path, title: str, sections: Sequence[ReportSectio
         parts.append(f"<h2>{html.escape(s.title)}</h2>")
         if s.description:
             parts.append(f"<p class='note'>{html.escape(s.description)}</p>")
+        for caption, lines in s.bullets:
+            parts.append(f"<h3>{html.escape(caption)}</h3>")
+            items = "".join(f"<li>{html.escape(line)}</li>" for line in lines)
+            parts.append(f"<ul class='limits'>{items}</ul>")
         for caption, frame in s.tables:
             parts.append(f"<h3>{html.escape(caption)}</h3>")
-            table = frame.to_html(escape=True, index=False, float_format=lambda x: f"{x:,.4g}", border=0)
-            parts.append(f"<div class='scroll'>{table}</div>")
+            parts.append(f"<div class='table'>{table_html(frame)}</div>")
         for caption, name in s.images:
             parts.append(
                 f"<figure><img src='{html.escape(name, quote=True)}' alt='{html.escape(caption, quote=True)}'>"
                 f"<figcaption>{html.escape(caption)}</figcaption></figure>"
             )
+    if glossary:
+        parts.append("<h2 id='glossary'>Glossary</h2>")
+        parts.append(glossary_html())
     parts.append("</body></html>")
     path = folder / "index.html"
     path.write_text("\n".join(parts), encoding="utf-8")

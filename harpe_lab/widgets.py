@@ -33,7 +33,6 @@ from .messages import AssistantMessage, Message, ToolResults, UserInput
 
 __all__ = ["Explorer", "Compare", "render_request_html", "message_text"]
 
-_CHARS_PER_TOKEN = 4  # presets convert Harpe's character budgets at this rate
 _MAX_SHOWN_SENT = 60  # the request view lists at most this many verbatim messages
 _SNIPPET = 600  # characters of each message shown in the request view
 
@@ -48,6 +47,8 @@ _CSS = """
 .harpe-request .msg.system, .harpe-request .msg.synthetic { border-color: #8e6cc4; }
 .harpe-request .tag { font-weight: bold; margin-right: 6px; }
 .harpe-summary td, .harpe-summary th { padding: 1px 8px; text-align: right; }
+.harpe-error-box { border: 1px solid #c62828; background: #fdecea; color: #8e1b1b; padding: 10px 12px;
+  font: 13px/1.4 system-ui, sans-serif; white-space: pre-wrap; word-break: break-word; }
 </style>
 """
 
@@ -276,28 +277,78 @@ def _default_counter(counter: Any) -> Any:
     return ApproxCounter()
 
 
-def _default_distill(distill: Any) -> Any:
-    if distill is not None:
-        return distill
-    from .summarize import ExtractiveDistiller
-
-    return ExtractiveDistiller()
-
-
 def _nice_step(span: float) -> int:
     raw = max(1.0, span / 200)
     mag = 10 ** int(len(str(int(raw))) - 1)
     return int(max(1, round(raw / mag) * mag))
 
 
-def _summary_html(totals: Mapping[str, Any], extra: Mapping[str, Any] = ()) -> str:
-    keys = [("requests", "requests"), ("input_tokens_sum", "tokens sent"), ("input_tokens_max", "largest request"),
-            ("compactions", "compactions"), ("overshoots", "overshoots"), ("overshoot_tokens_max", "worst overshoot"),
-            ("distill_calls", "distill calls")]  # fmt: skip
-    rows = [(label, totals.get(k, 0)) for k, label in keys] + list(dict(extra).items())
-    cells = "".join(f"<tr><th>{html.escape(str(k))}</th><td>{html.escape(f'{v:,}' if isinstance(v, int) else str(v))}</td></tr>"
-                    for k, v in rows)  # fmt: skip
+def _knob_specs() -> "OrderedDict[str, Any]":
+    """Every knob name in the registry, in registry order, with its first `Knob`."""
+    from .presets import PRESETS
+
+    out: OrderedDict[str, Any] = OrderedDict()
+    for preset in PRESETS.values():
+        for k in preset.knobs:
+            out.setdefault(k.name, k)
+    return out
+
+
+def _check_knob(knob: Any, value: Any, param: str | None = None) -> int:
+    """``value`` checked by ``knob`` (integral floats accepted), as a seaborn-style error."""
+    from .errors import StrategyError
+
+    try:
+        return knob.check(value)
+    except StrategyError:
+        upper = "" if knob.maximum is None else f" and <= {knob.maximum:,}"
+        raise HarpeLabError(f"`{param or knob.name}` must be a whole number of {knob.unit} >= {knob.minimum:,}{upper}, "
+                            f"but {value!r} was passed.") from None  # fmt: skip
+
+
+def _check_positive(name: str, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise HarpeLabError(f"`{name}` must be a positive number, but {value!r} was passed.")
+
+
+def _check_preset(name: Any, param: str = "strategy") -> Any:
+    from .presets import PRESETS
+
+    if not isinstance(name, str) or name not in PRESETS:
+        raise HarpeLabError(f"`{param}` must be one of {list(PRESETS)}, but {name!r} was passed.")
+    return PRESETS[name]
+
+
+def _full_history_peak(conversation: Conversation, counter: Any) -> int:
+    """The largest request the full history makes: what `Knob.range_for` scales by."""
+    from .presets import get_preset
+    from .replay import replay
+
+    full = replay(conversation, get_preset("full").build(system=conversation.system, counter=counter),
+                  counter=counter, name="full")  # fmt: skip
+    return int(full.requests["input_tokens"].max()) if len(full) else 1000
+
+
+_STAT_ROWS = (("requests", "requests"), ("input_tokens_sum", "tokens sent"), ("input_tokens_max", "largest request"),
+              ("compactions", "compactions"), ("summaries", "summaries"), ("overshoots", "overshoots"),
+              ("overshoot_tokens_max", "worst overshoot"), ("distill_calls", "distill calls"),
+              ("cached_prefix_share", "cached prefix"))  # fmt: skip
+_COUNTS = ("compactions", "summaries", "overshoots")
+"""The counts the Explorer's header shows, next to its stats table."""
+
+
+def _summary_html(totals: Mapping[str, Any]) -> str:
+    """The stats table: one row per `_STAT_ROWS` key (``data-key``), in the shared format."""
+    from .report import format_value
+
+    cells = "".join(f"<tr data-key='{k}'><th>{html.escape(label)}</th><td>{html.escape(format_value(k, totals.get(k)))}</td></tr>"
+                    for k, label in _STAT_ROWS)  # fmt: skip
     return f'{_CSS}<table class="harpe-summary">{cells}</table>'
+
+
+def _error_html(what: str, exc: BaseException) -> str:
+    return (f"{_CSS}<div class='harpe-error-box'><b>{html.escape(what)}</b><br>"
+            f"{html.escape(type(exc).__name__)}: {html.escape(str(exc))}</div>")  # fmt: skip
 
 
 # --- Explorer -------------------------------------------------------------------------------
@@ -307,88 +358,155 @@ class Explorer(_Guarded):
     """Replay a conversation under a strategy and tune it by dragging.
 
     Controls (public, set ``.value`` to drive them): ``source`` (conversation picker),
-    ``strategy`` (a preset of `harpe_lab.presets.STRATEGIES`), ``budget``, ``high_water``
-    and ``low_water`` sliders (tokens; the water marks drive ``summarizing``, the budget
-    the windowing presets and the gauge), and ``step`` (the request shown).
+    ``strategy`` (a preset of `harpe_lab.presets.PRESETS`), ``knobs`` (one ``IntSlider``
+    per knob name in the registry; only the selected preset's knobs are shown, their
+    ranges from `harpe_lab.presets.Knob.range_for` of the conversation's largest
+    full-history request), ``auto`` (a checkbox beside each knob whose default is derived
+    from the others: checked, the preset derives it), and ``step`` (the request shown).
+    ``budget``, ``high_water`` and ``low_water`` are the sliders of those knobs.
 
-    Views: ``plot`` (the token plot as a PNG `Image`), ``request_view`` (the request at
-    ``step``, escaped HTML), ``gauge`` and ``gauge_label`` (tokens used at ``step`` / the
-    budget), ``compactions`` (a Label holding the number of compactions), ``summary``
-    (totals), ``errors`` (tracebacks of failed callbacks; the exception is also kept in
-    ``last_error``). ``replay`` is the current `Replay`; ``widget`` the whole layout;
-    ``redraws`` and ``last_redraw_seconds`` count and time the redraws.
+    Views: ``plot`` (the token plot as a PNG `Image`; after an error ``plot_error`` shows
+    the error in its place), ``counts`` (Labels ``compactions``, ``summaries`` and
+    ``overshoots``; ``compactions`` is also an attribute), ``summary`` (the stats table),
+    ``request_view`` (the request at ``step``, escaped HTML), ``gauge`` and ``gauge_label``
+    (tokens at ``step`` / the limit), ``errors`` (tracebacks of failed callbacks; the
+    exception is also kept in ``last_error``). Every count comes from
+    `harpe_lab.replay.totals` of the replay's frame (see ``docs/glossary.md``). ``replay``
+    is the current `Replay` (``None`` after an error); ``widget`` the whole layout.
 
     ``source`` is a Conversation, a bundled dataset name, a path any importer reads, or a
     list or dict of those; with ``datasets`` (the default) the picker also offers every
-    bundled dataset. ``counter`` defaults to `harpe_lab.tokens.ApproxCounter` and
-    ``distill`` to `harpe_lab.summarize.ExtractiveDistiller`. ``limit`` (a token count or
-    a model name) replaces the budget as the plot's limit line and the gauge's maximum.
+    bundled dataset. ``budget`` sets the preset's budget knob (`Preset.budget_knob`); other
+    knobs are passed by name (``high_water=1500``). ``counter`` defaults to
+    `harpe_lab.tokens.ApproxCounter`; ``distill`` to the preset's offline distiller.
+    ``limit`` (a token count or a model name) is drawn as the model's limit, and is the
+    gauge's maximum.
     """
 
-    def __init__(self, source: Any, *, strategy: str = "summarizing", budget: int | None = None,
-                 high_water: int | None = None, low_water: int | None = None, counter: Any = None,
+    def __init__(self, source: Any, *, strategy: str = "summarizing", budget: int | None = None, counter: Any = None,
                  distill: Any = None, limit: int | str | None = None, datasets: bool = True, dpi: float = 80,
-                 figsize: tuple[float, float] = (9.0, 3.6), cache_size: int = 256) -> None:
+                 figsize: tuple[float, float] = (9.0, 3.6), cache_size: int = 256, **knobs: Any) -> None:
         import ipywidgets as w
 
-        from .plots import TokenUsePlot
-        from .presets import STRATEGIES
+        from .plots import TokenUsePlot, model_input_limit
+        from .presets import PRESETS
 
-        if strategy not in STRATEGIES:
-            raise HarpeLabError(f"`strategy` must be one of {list(STRATEGIES)}, but {strategy!r} was passed.")
+        preset = _check_preset(strategy)
+        specs = _knob_specs()
+        for name in knobs:
+            if name not in specs:
+                raise HarpeLabError(f"`{name}` is not a knob of any preset: the knobs are {list(specs)} "
+                                    f"(and `budget`, which sets the preset's budget knob).")  # fmt: skip
+        param = {name: name for name in knobs}
+        if budget is not None:
+            target = preset.budget_knob.name if preset.budget_knob is not None else "budget"
+            if target != "budget" and target in knobs:
+                raise HarpeLabError(f"pass `budget` or `{target}`, not both: for {strategy!r} the budget is its {target}.")
+            knobs[target], param[target] = budget, "budget"
+        mine = {k.name: k for k in preset.knobs}
+        given: dict[str, int] = {}
+        for name, value in knobs.items():
+            if value is not None:
+                given[name] = _check_knob(mine.get(name, specs[name]), value, param[name])
+        if limit is not None:
+            model_input_limit(limit)  # a bad count or an unknown model fails here, not at the first redraw
+        _check_positive("dpi", dpi)
+        if not (isinstance(figsize, (tuple, list)) and len(figsize) == 2):
+            raise HarpeLabError(f"`figsize` must be a (width, height) pair in inches, but {figsize!r} was passed.")
+        for value in figsize:
+            _check_positive("figsize", value)
+        if isinstance(cache_size, bool) or not isinstance(cache_size, int) or cache_size < 1:
+            raise HarpeLabError(f"`cache_size` must be an int >= 1, but {cache_size!r} was passed.")
+        if not isinstance(datasets, bool):
+            raise HarpeLabError(f"`datasets` must be True or False, but {datasets!r} was passed.")
+        if distill is not None and not callable(distill):
+            raise HarpeLabError(f"`distill` must be a callable Rendered -> str | None, but {distill!r} was passed.")
+
         self._loaders = _sources(source, with_datasets=datasets)
         self._conversations: dict[str, Conversation] = {}
+        self._peaks: dict[str, int] = {}
         self.counter = _default_counter(counter)
         self._distill = distill
         self.limit = limit
         self.dpi = dpi
         self.cache_size = cache_size
         self._cache: OrderedDict[tuple, Any] = OrderedDict()
+        self._given = given
+        self._fitted: set[str] = set()
         self.last_error: BaseException | None = None
         self.replay: Any = None
         self.redraws = 0
         self.last_redraw_seconds = 0.0
         self._holding = False
 
-        slider = dict(continuous_update=False, style={"description_width": "90px"}, layout=w.Layout(width="420px"))
-        self.source = w.Dropdown(options=list(self._loaders), description="conversation",
-                                 style={"description_width": "90px"}, layout=w.Layout(width="420px"))  # fmt: skip
-        self.strategy = w.Dropdown(options=list(STRATEGIES), value=strategy, description="strategy",
-                                   style={"description_width": "90px"}, layout=w.Layout(width="420px"))  # fmt: skip
-        self.budget = w.IntSlider(description="budget", min=100, max=1000, value=500, **slider)
-        self.high_water = w.IntSlider(description="high water", min=100, max=1000, value=400, **slider)
-        self.low_water = w.IntSlider(description="low water", min=0, max=1000, value=200, **slider)
-        self.step = w.IntSlider(description="request", min=0, max=0, value=0, **slider)
+        wide = {"style": {"description_width": "90px"}, "layout": w.Layout(width="420px")}
+        self.source = w.Dropdown(options=list(self._loaders), description="conversation", **wide)
+        self.strategy = w.Dropdown(options=list(PRESETS), value=strategy, description="strategy", **wide)
+        self.knobs: dict[str, Any] = {}
+        self.auto: dict[str, Any] = {}
+        self.knob_rows: dict[str, Any] = {}
+        derived = {k.name for p in PRESETS.values() for k in p.knobs if k.default is None}
+        for name, knob in specs.items():
+            slider = w.IntSlider(description=name.replace("_", " "), min=0, max=1, value=0, continuous_update=False,
+                                 tooltip=knob.help, **wide)  # fmt: skip
+            slider.add_class("harpe-" + name.replace("_", "-"))
+            slider.add_class("harpe-knob")
+            self.knobs[name] = slider
+            row = [slider]
+            if name in derived:
+                box = w.Checkbox(value=name not in given, description="auto", indent=False,
+                                 layout=w.Layout(width="60px"))  # fmt: skip
+                box.add_class("harpe-auto-" + name.replace("_", "-"))
+                self.auto[name] = box
+                row.append(box)
+            row.append(w.Label(knob.unit))
+            self.knob_rows[name] = w.HBox(row)
+            self.knob_rows[name].add_class("harpe-knob-row")
+        self.budget = self.knobs.get("budget")
+        self.high_water = self.knobs.get("high_water")
+        self.low_water = self.knobs.get("low_water")
+        self.step = w.IntSlider(description="request", min=0, max=0, value=0, continuous_update=False, **wide)
         self.prev_button = w.Button(description="◀", layout=w.Layout(width="40px"), tooltip="previous request")
         self.next_button = w.Button(description="▶", layout=w.Layout(width="40px"), tooltip="next request")
         self.plot = w.Image(format="png", layout=w.Layout(width="100%", max_width=f"{int(figsize[0] * 100)}px"))
+        self.plot_error = w.HTML(layout=w.Layout(display="none", width="100%", max_width=f"{int(figsize[0] * 100)}px"))
         self.request_view = w.HTML()
-        self.gauge = w.FloatProgress(min=0, max=1, value=0, description="budget used",
-                                     style={"description_width": "90px"}, layout=w.Layout(width="420px"))  # fmt: skip
+        self.gauge = w.FloatProgress(min=0, max=1, value=0, description="limit used", **wide)
         self.gauge_label = w.Label()
-        self.compactions = w.Label(value="0")
+        from .report import GLOSSARY
+
+        glossary = dict(GLOSSARY)
+        self.counts = {name: w.Label(value="0") for name in _COUNTS}
+        tips = {"compactions": glossary["compacted"], "summaries": glossary["summarized"],
+                "overshoots": glossary["overshoot_tokens"]}  # fmt: skip
+        self.compactions = self.counts["compactions"]
         self.summary = w.HTML()
         self.errors = w.Output()
-        for widget, cls in ((self.plot, "harpe-plot"), (self.high_water, "harpe-high-water"),
-                            (self.low_water, "harpe-low-water"), (self.budget, "harpe-budget"),
-                            (self.compactions, "harpe-compactions"), (self.request_view, "harpe-request-view"),
-                            (self.step, "harpe-step"), (self.errors, "harpe-errors")):  # fmt: skip
+        for widget, cls in ((self.plot, "harpe-plot"), (self.plot_error, "harpe-plot-error"),
+                            (self.request_view, "harpe-request-view"), (self.step, "harpe-step"),
+                            (self.errors, "harpe-errors"), (self.summary, "harpe-stats")):  # fmt: skip
             widget.add_class(cls)
+        for name, label in self.counts.items():
+            label.add_class("harpe-" + name)
 
         self._figure = _figure(*figsize, dpi, right=0.8)
         self._ax = self._figure.add_subplot()
         self._plot = TokenUsePlot(self._ax)
 
-        controls = w.VBox([self.source, self.strategy, self.budget, self.high_water, self.low_water])
-        stats = w.VBox([w.HBox([w.Label("compactions:"), self.compactions]), self.summary,
-                        w.HBox([self.gauge, self.gauge_label])])  # fmt: skip
+        controls = w.VBox([self.source, self.strategy, *self.knob_rows.values()])
+        header = w.HBox([w.HBox([w.Label(f"{name}:", tooltip=tips[name]), label], layout=w.Layout(margin="0 12px 0 0"))
+                         for name, label in self.counts.items()])  # fmt: skip
+        header.add_class("harpe-counts")
+        stats = w.VBox([header, self.summary, w.HBox([self.gauge, self.gauge_label])])
         stepper = w.HBox([self.step, self.prev_button, self.next_button])
-        self.widget = w.VBox([w.HBox([controls, stats]), self.plot, stepper, self.request_view, self.errors])
+        self.widget = w.VBox([w.HBox([controls, stats]), self.plot, self.plot_error, stepper, self.request_view,
+                              self.errors])  # fmt: skip
         self.widget.add_class("harpe-explorer")
 
-        self._set_ranges(self._conversation(), budget, high_water, low_water)
+        self._fit_knobs()
         self.source.observe(self._guard(self._on_source), names="value")
-        for control in (self.strategy, self.budget, self.high_water, self.low_water):
+        self.strategy.observe(self._guard(self._on_strategy), names="value")
+        for control in (*self.knobs.values(), *self.auto.values()):
             control.observe(self._guard(self._on_params), names="value")
         self.step.observe(self._guard(self._on_step), names="value")
         self.prev_button.on_click(self._guard(lambda _: self._move(-1)))
@@ -411,32 +529,38 @@ class Explorer(_Guarded):
         """The conversation picked in ``source``."""
         return self._conversation()
 
+    @property
+    def preset(self) -> Any:
+        """The `harpe_lab.presets.Preset` picked in ``strategy``."""
+        from .presets import get_preset
+
+        return get_preset(self.strategy.value)
+
+    def peak(self) -> int:
+        """The largest request the full history of the picked conversation makes."""
+        label = self.source.value
+        if label not in self._peaks:
+            self._peaks[label] = _full_history_peak(self._conversation(), self.counter)
+        return self._peaks[label]
+
     def parameters(self) -> dict[str, Any]:
-        """The parameters the current strategy uses (others do not change its replay)."""
-        name = self.strategy.value
-        if name == "summarizing":
-            return {"high_water": self.high_water.value, "low_water": self.low_water.value}
-        if name in ("full", "turn"):
-            return {}
-        return {"budget": self.budget.value}
+        """The knob values the picked preset is built with (``None``: derived, "auto")."""
+        out: dict[str, Any] = {}
+        for k in self.preset.knobs:
+            box = self.auto.get(k.name)
+            out[k.name] = None if box is not None and box.value else self.knobs[k.name].value
+        return out
+
+    def shown_knobs(self) -> list[str]:
+        """The knob names whose sliders are on screen (the picked preset's)."""
+        return [name for name, row in self.knob_rows.items() if row.layout.display != "none"]
 
     def factory(self, parameters: Mapping[str, Any] | None = None) -> Callable[[], Any]:
-        """A zero-argument context factory for the current controls (or for the strategy
-        picked with other ``parameters``)."""
-        from .presets import make_strategy
-
+        """A zero-argument factory of fresh strategies for the picked preset with the
+        current knob values (or ``parameters``)."""
+        params = self.parameters() if parameters is None else dict(parameters)
         conversation = self._conversation()
-        params = self.parameters() if parameters is None else parameters
-        if self.strategy.value == "summarizing":
-            from .context import SummarizingContext
-
-            high, low = params["high_water"], params["low_water"]
-            distill = _default_distill(self._distill)
-            system = conversation.system
-            return lambda: SummarizingContext(system, high_water_tokens=high, low_water_chars=_CHARS_PER_TOKEN * low,
-                                              distill=distill)  # fmt: skip
-        return make_strategy(self.strategy.value, budget=params.get("budget"), counter=self.counter,
-                             system=conversation.system, distill=self._distill)  # fmt: skip
+        return self.preset.build(counter=self.counter, system=conversation.system, distill=self._distill, **params)
 
     def _key(self, parameters: Mapping[str, Any]) -> tuple:
         return (self.source.value, self.strategy.value, tuple(sorted(parameters.items())))
@@ -461,30 +585,38 @@ class Explorer(_Guarded):
         while len(self._cache) > self.cache_size:
             self._cache.popitem(last=False)
 
-    def _set_ranges(self, conversation: Conversation, budget: int | None = None, high: int | None = None,
-                    low: int | None = None) -> None:
-        """Fit the sliders to the conversation: the budget runs up to a bit above the
-        largest request the full history would make."""
-        from .presets import make_strategy
-        from .replay import replay
-
-        full = replay(conversation, make_strategy("full", system=conversation.system), counter=self.counter, name="full")
-        peak = int(full.requests["input_tokens"].max()) if len(full) else 1000
-        top = max(200, int(peak * 1.1))
-        step = _nice_step(top)
-        if budget is None:
-            # with a given high-water mark, a budget twice as large keeps both in view
-            budget = min(top, 2 * high) if high is not None else max(100, top // 2)
-        high = high if high is not None else max(100, int(budget * 0.75))
-        low = low if low is not None else high // 3
+    def _fit_knobs(self) -> None:
+        """Show the picked preset's knobs, hide the others, and fit each shown slider's
+        range to the conversation (`Knob.range_for` of the full history's peak); a value
+        given to the constructor or set before is kept, else the default (or half the
+        range when the default lies beyond it)."""
+        preset = self.preset
+        mine = {k.name: k for k in preset.knobs}
+        peak = self.peak()
         with self._hold():
-            for s, value in ((self.budget, budget), (self.high_water, high), (self.low_water, low)):
-                s.step = step
-                s.max = max(top, value)
-                s.value = value
-            self.budget.min = self.high_water.min = max(1, step)
-            self.low_water.max = max(self.low_water.min, self.high_water.value)
-        self._enable()
+            for name, row in self.knob_rows.items():
+                row.layout.display = None if name in mine else "none"
+            for name, knob in mine.items():
+                slider = self.knobs[name]
+                lo, hi = knob.range_for(peak)
+                given = self._given.pop(name, None)  # a value given to the constructor applies once
+                if given is not None:
+                    value = given
+                elif name in self._fitted and lo <= slider.value <= hi:
+                    value = slider.value
+                elif knob.default is not None and knob.default <= hi:
+                    value = knob.default
+                else:
+                    value = max(lo, hi // 2)
+                top = max(hi, value)
+                slider.max = max(slider.max, top)
+                slider.min = lo
+                slider.value = value
+                slider.max = top
+                slider.step = _nice_step(top - lo) if knob.scales else 1
+                self._fitted.add(name)
+                box = self.auto.get(name)
+                slider.disabled = box is not None and box.value
 
     @contextmanager
     def _hold(self) -> Iterator[None]:
@@ -495,28 +627,64 @@ class Explorer(_Guarded):
         finally:
             self._holding = held
 
-    def _enable(self) -> None:
-        name = self.strategy.value
-        self.high_water.disabled = self.low_water.disabled = name != "summarizing"
-
     # -- callbacks ------------------------------------------------------------------------------
 
+    def _guard(self, fn: Callable[..., None]) -> Callable[..., None]:
+        guarded = super()._guard(fn)
+
+        def run(*args: Any, **kwargs: Any) -> None:
+            before = self.last_error
+            self.last_error = None
+            guarded(*args, **kwargs)
+            if self.last_error is not None:
+                self._show_error(self.last_error)
+            elif before is not None and self.replay is None:
+                self.last_error = before  # nothing redrew: the error still stands
+
+        return run
+
+    def _show_error(self, exc: BaseException) -> None:
+        """The error in place of the plot; the counts, stats, gauge and request view reset,
+        so nothing on screen belongs to an earlier replay."""
+        self.replay = None
+        params = ", ".join(f"{k}={'auto' if v is None else f'{v:,}'}" for k, v in self._safe_parameters().items())
+        what = f"{self.strategy.value}{f' ({params})' if params else ''} on {self.source.value}: no replay"
+        self.plot_error.value = _error_html(what, exc)
+        self.plot_error.layout.display = None
+        self.plot.layout.display = "none"
+        for label in self.counts.values():
+            label.value = "–"
+        self.summary.value = _summary_html({})
+        self.gauge.value = 0
+        self.gauge.bar_style = ""
+        self.gauge_label.value = ""
+        self.request_view.value = ""
+        with self._hold():
+            self.step.max = 0
+
+    def _safe_parameters(self) -> dict[str, Any]:
+        try:
+            return self.parameters()
+        except Exception:  # the error being shown may be about the parameters themselves
+            return {}
+
     def _on_source(self, change: Any) -> None:
-        self._set_ranges(self._conversation())
+        self._fit_knobs()
+        self.refresh()
+
+    def _on_strategy(self, change: Any) -> None:
+        self._fit_knobs()
         self.refresh()
 
     def _on_params(self, change: Any) -> None:
         if self._holding:
             return
-        if change.owner is self.high_water:
-            # low water above high water would compact at every request: keep it below
-            with self._hold():
-                self.low_water.max = max(self.low_water.min, self.high_water.value)
-        self._enable()
+        for name, box in self.auto.items():
+            self.knobs[name].disabled = box.value
         self.refresh()
 
     def _on_step(self, change: Any) -> None:
-        if self._holding:
+        if self._holding or self.replay is None:
             return
         self._draw(self.replay)
 
@@ -524,44 +692,55 @@ class Explorer(_Guarded):
         self.step.value = min(self.step.max, max(self.step.min, self.step.value + delta))
 
     def refresh(self) -> None:
-        """Replay (or take from the cache) and redraw everything."""
+        """Replay (or take from the cache) and redraw everything: the counts, the stats
+        table and the plot all show `totals` of the one frame."""
+        from .replay import totals
+
         result = self.replay_for()
-        self.replay = result
         n = len(result)
         with self._hold():
             self.step.max = max(0, n - 1)
             if self.step.value > self.step.max:
                 self.step.value = self.step.max
-        totals = result.totals()
-        from .plots import compaction_requests
-
-        self.compactions.value = str(len(compaction_requests(result)))
-        self.summary.value = _summary_html(totals)
+        figures = totals(result.requests)
         self._draw(result)
+        for name, label in self.counts.items():
+            label.value = str(figures.get(name, 0))
+        self.summary.value = _summary_html(figures)
+        self.replay = result
+        self.plot_error.layout.display = "none"
+        self.plot.layout.display = None
+        self._ok()
+
+    def _cap(self, result: Any) -> tuple[int, str]:
+        """The gauge's maximum: the model limit, else the strategy's limit, else the full
+        history's peak."""
+        if self.limit is not None:
+            return _limit_tokens(self.limit), "model limit"
+        if result.limit is not None:
+            return result.limit.tokens, result.limit.kind.replace("_", " ")
+        return max(1, self.peak()), "full history's peak"
 
     def _draw(self, result: Any) -> None:
         started = time.perf_counter()
         i = self.step.value
-        high = self.high_water.value if self.strategy.value == "summarizing" else None
-        low = self.low_water.value if self.strategy.value == "summarizing" else None
-        limit = self.limit if self.limit is not None else self.budget.value
-        self._plot.update(result, high_water=high, low_water=low, limit=limit, cursor=i,
-                          limit_label="budget" if self.limit is None else None)  # fmt: skip
+        params = self.parameters()
+        low = params.get("low_water")
+        self._plot.update(result, low_water=low, limit=self.limit, cursor=i)
         self.plot.value = _png(self._figure)
         if len(result):
             used = int(result.requests["input_tokens"].iat[i])
-            cap = self.budget.value if self.limit is None else _limit_tokens(self.limit)
+            cap, what = self._cap(result)
             self.gauge.max = max(cap, used, 1)
             self.gauge.value = used
             self.gauge.bar_style = "danger" if used > cap else ("warning" if used > 0.9 * cap else "success")
-            self.gauge_label.value = f"{used:,} / {cap:,} tokens at request {i}"
+            self.gauge_label.value = f"{used:,} / {cap:,} tokens ({what}) at request {i}"
             self.request_view.value = render_request_html(result, i)
         self.redraws += 1
         self.last_redraw_seconds = time.perf_counter() - started
-        self._ok()
 
     def __repr__(self) -> str:
-        return f"Explorer({self.source.value!r}, {self.strategy.value!r}, {self.parameters()})"
+        return f"Explorer({self.source.value!r}, {self.strategy.value!r}, {self._safe_parameters()})"
 
 
 def _limit_tokens(limit: int | str) -> int:
@@ -572,17 +751,26 @@ def _limit_tokens(limit: int | str) -> int:
 
 # --- Compare --------------------------------------------------------------------------------
 
+_COMPARE_COLUMNS = ("strategy", "requests", "input_tokens_sum", "input_tokens_median", "input_tokens_max",
+                    "compactions", "summaries", "overshoots", "overshoot_tokens_max", "distill_calls",
+                    "cached_prefix_share", "probe_retention", "artifact_retention", "error")  # fmt: skip
+
 
 class Compare(_Guarded):
     """Several strategies on one conversation, side by side, with their comparison table.
 
-    ``strategies`` are preset names (`harpe_lab.presets.STRATEGIES`) or a mapping of label →
-    zero-argument context factory. The ``budget`` slider re-runs the presets at a new
-    budget (factories given directly do not depend on it). Views: ``plot`` (all token
-    curves overlaid), ``panels`` (one token plot per strategy), ``table`` (the
-    `harpe_lab.evaluate.compare` table, escaped HTML), ``errors``; ``replays`` maps label →
-    `Replay`; ``frame`` is the table as a DataFrame. A conversation whose probes are asked
-    after its last turn is replayed with one empty turn added there
+    ``strategies`` are preset names (`harpe_lab.presets.PRESETS`) or a mapping of label →
+    zero-argument context factory. The ``budget`` slider sets each preset's budget knob
+    (`Preset.budget_knob`; presets without one ignore it, as do factories given directly);
+    its range runs to a little above the conversation's largest full-history request.
+
+    Views: ``plot`` (all token curves overlaid), ``panels`` (one per strategy: its token
+    plot, or its error), ``table`` (escaped HTML in the report's number format: one row per
+    strategy, counts from `harpe_lab.replay.totals`, a strategy that raised is a row with
+    its ``error``), ``errors``; ``replays`` maps label → `Replay` (those that ran),
+    ``failures`` label → exception; ``frame`` is the table as a DataFrame (the
+    `harpe_lab.evaluate.compare` columns, the totals and ``error``). A conversation whose
+    probes are asked after its last turn is replayed with one empty turn added there
     (`harpe_lab.evaluate.with_probe_turn`), so the table can judge them.
     """
 
@@ -592,24 +780,38 @@ class Compare(_Guarded):
         import ipywidgets as w
 
         from .plots import TokenUsePlot
-        from .presets import DEFAULT_BUDGET, STRATEGIES
+        from .presets import DEFAULT_BUDGET
 
         if not isinstance(conversation, Conversation):
             raise HarpeLabError(f"`conversation` must be a Conversation, but {type(conversation).__name__} was passed.")
         from .evaluate import with_probe_turn
 
-        # probes asked after the last turn are judged at an extra, empty turn
-        conversation = with_probe_turn(conversation)
+        self._presets: dict[str, Any] = {}
+        self._factories: dict[str, Callable[[], Any] | None] = {}
         if isinstance(strategies, Mapping):
-            self._factories = dict(strategies)
+            for label, factory in strategies.items():
+                if not callable(factory):
+                    raise HarpeLabError(f"`strategies[{label!r}]` must be a zero-argument context factory, "
+                                        f"but {type(factory).__name__} was passed.")  # fmt: skip
+                self._factories[str(label)] = factory
+        elif isinstance(strategies, (str, bytes)) or not isinstance(strategies, Sequence):
+            raise HarpeLabError(f"`strategies` must be a list of preset names or a dict of label → factory, "
+                                f"but {strategies!r} was passed.")  # fmt: skip
         else:
-            self._factories = {}
             for name in strategies:
-                if name not in STRATEGIES:
-                    raise HarpeLabError(f"`strategies` must be among {list(STRATEGIES)}, but {name!r} was passed.")
+                self._presets[name] = _check_preset(name, "strategies")
                 self._factories[name] = None
         if not self._factories:
             raise HarpeLabError("`strategies` must name at least one strategy, but none was passed.")
+        budget_knobs = [p.budget_knob for p in self._presets.values() if p.budget_knob is not None]
+        if budget is not None:
+            budget = _check_knob(budget_knobs[0] if budget_knobs else _knob_specs()["budget"], budget, "budget")
+        if distill is not None and not callable(distill):
+            raise HarpeLabError(f"`distill` must be a callable Rendered -> str | None, but {distill!r} was passed.")
+        _check_positive("dpi", dpi)
+
+        # probes asked after the last turn are judged at an extra, empty turn
+        conversation = with_probe_turn(conversation)
         self.conversation = conversation
         self.counter = _default_counter(counter)
         self._distill = distill
@@ -617,18 +819,28 @@ class Compare(_Guarded):
         self.dpi = dpi
         self.last_error: BaseException | None = None
         self.replays: dict[str, Any] = {}
+        self.failures: dict[str, BaseException] = {}
         self.frame: Any = None
         self._cache: dict[tuple, Any] = {}
 
-        self.budget = w.IntSlider(description="budget", min=100, max=max(200, DEFAULT_BUDGET * 4),
-                                  value=budget or DEFAULT_BUDGET, step=100, continuous_update=False,
-                                  layout=w.Layout(width="420px"))  # fmt: skip
+        peak = _full_history_peak(conversation, self.counter)
+        ranges = [k.range_for(peak) for k in budget_knobs] or [(1, max(2, int(peak * 1.1)))]
+        lo, hi = max(r[0] for r in ranges), max(r[1] for r in ranges)
+        value = budget if budget is not None else (DEFAULT_BUDGET if DEFAULT_BUDGET <= hi else max(lo, hi // 2))
+        top = max(hi, value)
+        self.budget = w.IntSlider(description="budget", min=lo, max=top, value=value, step=_nice_step(top - lo),
+                                  continuous_update=False, disabled=not budget_knobs,
+                                  tooltip="each preset's budget knob, in tokens", layout=w.Layout(width="420px"))  # fmt: skip
+        self.budget.add_class("harpe-budget")
         self.plot = w.Image(format="png", layout=w.Layout(width="100%", max_width="900px"))
         self.plot.add_class("harpe-compare-plot")
         self._panel_images = {name: w.Image(format="png", layout=w.Layout(width="100%")) for name in self._factories}
-        self.panels = w.GridBox(list(self._panel_images.values()),
+        self._panel_errors = {name: w.HTML(layout=w.Layout(display="none")) for name in self._factories}
+        self._panels = {name: w.VBox([self._panel_images[name], self._panel_errors[name]]) for name in self._factories}
+        self.panels = w.GridBox(list(self._panels.values()),
                                 layout=w.Layout(grid_template_columns=f"repeat({min(3, len(self._factories))}, 1fr)"))  # fmt: skip
         self.table = w.HTML()
+        self.table.add_class("harpe-compare-table")
         self.errors = w.Output()
         self.widget = w.VBox([self.budget, self.plot, self.panels, self.table, self.errors])
         self.widget.add_class("harpe-compare")
@@ -645,43 +857,84 @@ class Compare(_Guarded):
             raise self.last_error
 
     def _factory(self, name: str) -> Callable[[], Any]:
-        from .presets import make_strategy
-
         given = self._factories[name]
         if given is not None:
             return given
-        return make_strategy(name, budget=self.budget.value, counter=self.counter, system=self.conversation.system,
-                             distill=_default_distill(self._distill) if name in ("summarizing", "summarize-window") else None)  # fmt: skip
+        preset = self._presets[name]
+        knobs = {} if preset.budget_knob is None else {preset.budget_knob.name: self.budget.value}
+        return preset.build(counter=self.counter, system=self.conversation.system, distill=self._distill, **knobs)
+
+    def _key(self, name: str) -> tuple:
+        preset = self._presets.get(name)
+        depends = preset is not None and preset.budget_knob is not None
+        return (name, self.budget.value if depends else None)
 
     def refresh(self) -> None:
-        """Replay every strategy at the current budget (cached) and redraw."""
+        """Replay every strategy at the current budget (cached) and redraw; a strategy
+        that raises becomes a row with its error."""
         from .plots import plot_strategies
         from .replay import replay
 
-        replays = {}
-        for name, given in self._factories.items():
-            key = (name, None if given is not None or name in ("full", "turn") else self.budget.value)
+        replays, failures = {}, {}
+        for name in self._factories:
+            key = self._key(name)
             if key not in self._cache:
-                self._cache[key] = replay(self.conversation, self._factory(name), counter=self.counter, name=name)
-            replays[name] = self._cache[key]
-        self.replays = replays
+                try:
+                    self._cache[key] = replay(self.conversation, self._factory(name), counter=self.counter, name=name)
+                except Exception as exc:  # shown as the strategy's row and panel
+                    self._cache[key] = exc
+            got = self._cache[key]
+            if isinstance(got, BaseException):
+                failures[name] = got
+            else:
+                replays[name] = got
+        self.replays, self.failures = replays, failures
         self._overlay_ax.clear()
-        plot_strategies(replays, ax=self._overlay_ax)
-        self._overlay_ax.axhline(self.budget.value, color="black", lw=1, ls="--", gid="budget", label="budget")
-        self._overlay_ax.legend(fontsize=8, loc="upper left")
+        budgeted = any(p.budget_knob is not None for p in self._presets.values())
+        if replays:
+            plot_strategies(replays, ax=self._overlay_ax, limit=self.budget.value if budgeted else None)
+        else:
+            self._overlay_ax.text(0.5, 0.5, "no strategy could replay: see the table", ha="center", va="center",
+                                  transform=self._overlay_ax.transAxes)  # fmt: skip
         self.plot.value = _png(self._figure)
         for name, (fig, view) in self._panel_figs.items():
-            view.update(replays[name])
-            self._panel_images[name].value = _png(fig)
-        self.frame = self._table(replays)
-        self.table.value = _CSS + self.frame.to_html(escape=True, float_format=lambda v: f"{v:,.3g}",
-                                                     classes="harpe-summary")  # fmt: skip
+            if name in replays:
+                view.update(replays[name])
+                self._panel_images[name].value = _png(fig)
+                self._panel_images[name].layout.display = None
+                self._panel_errors[name].layout.display = "none"
+            else:
+                self._panel_errors[name].value = _error_html(f"{name}: no replay", failures[name])
+                self._panel_errors[name].layout.display = None
+                self._panel_images[name].layout.display = "none"
+        self.frame = self._table(replays, failures)
+        from .report import table_html
+
+        columns = [c for c in _COMPARE_COLUMNS if c != "error" or failures]
+        self.table.value = _CSS + table_html(self.frame, columns, classes="harpe-summary")
         self._ok()
 
-    def _table(self, replays: Mapping[str, Any]) -> Any:
-        from .evaluate import compare
+    def _table(self, replays: Mapping[str, Any], failures: Mapping[str, BaseException]) -> Any:
+        import pandas as pd
 
-        return compare(list(replays.values()), probes=self.probes)
+        from .evaluate import compare
+        from .report import totals_row
+
+        judged = compare(list(replays.values()), probes=self.probes) if replays else pd.DataFrame()
+        rows = []
+        k = 0
+        for name in self._factories:
+            if name in replays:
+                row = dict(judged.iloc[k]) if len(judged) else {}
+                row.update(totals_row(name, replays[name]))
+                row["error"] = ""
+                k += 1
+            else:
+                exc = failures[name]
+                row = {"conversation": self.conversation.id, "strategy": name,
+                       "error": f"{type(exc).__name__}: {exc}"}  # fmt: skip
+            rows.append(row)
+        return pd.DataFrame(rows)
 
     def __repr__(self) -> str:
         return f"Compare({self.conversation.id!r}, {list(self._factories)})"
