@@ -17,6 +17,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 KEEP_NOTEBOOK_METADATA = ("kernelspec", "language_info")
 KEEP_CELL_METADATA = ("tags",)  # nbval reads its markers from tags
+KEEP_JUPYTER_METADATA = ("source_hidden",)  # an exercise's solution cell starts collapsed
 
 
 def stripped(notebook: dict) -> dict:
@@ -28,7 +29,11 @@ def stripped(notebook: dict) -> dict:
     cells = []
     for cell in notebook.get("cells", []):
         cell = dict(cell)
-        cell["metadata"] = {k: v for k, v in cell.get("metadata", {}).items() if k in KEEP_CELL_METADATA}
+        metadata = cell.get("metadata", {})
+        cell["metadata"] = {k: v for k, v in metadata.items() if k in KEEP_CELL_METADATA}
+        jupyter = {k: v for k, v in metadata.get("jupyter", {}).items() if k in KEEP_JUPYTER_METADATA}
+        if jupyter:
+            cell["metadata"]["jupyter"] = jupyter
         if cell.get("cell_type") == "code":
             cell["outputs"] = []
             cell["execution_count"] = None
