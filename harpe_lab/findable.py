@@ -19,7 +19,8 @@ How an answer is located, in order (the first that succeeds decides):
                 before …", "two weeks before …", "the week of …") match the same relative
                 phrase said on that date, or the day itself. A month answer matches a day
                 in that month; a year answer, any stated date in that year.
-``words``       one passage holds every number of the answer and at least
+``words``       one passage (a chunk of `CHUNK_CHARS` of a long one) holds every number of
+                the answer and at least
                 `RECALL_THRESHOLD` of its content words (stop words dropped, a light
                 suffix stemmer applied; the passage's speaker name counts as a word of it).
 ``items``       a list-shaped answer ("cooking, skiing and hiking") whose every item is
@@ -57,6 +58,7 @@ from typing import Iterable, Sequence
 
 __all__ = [
     "RECALL_THRESHOLD",
+    "CHUNK_CHARS",
     "Passage",
     "Finding",
     "Haystack",
@@ -81,7 +83,7 @@ _NUMBER_WORDS = {
 }  # fmt: skip
 _TENS = {"twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"}
 _ARTICLES = {"a", "an", "the"}
-_TOKEN = re.compile(r"\d+(?:[.,:]\d+)*|[^\W\d_]+")
+_TOKEN = re.compile(r"\d+(?:[.,:]\d+)*%?|[^\W\d_]+")
 
 _STOPWORDS = frozenset("""
 about above after again against all also am and any are as at be because been before being below between
@@ -117,8 +119,13 @@ def _tokens(text: str) -> list[str]:
     while i < len(raw):
         t = raw[i]
         if t[0].isdigit():
-            # "7th", "3rd": the regex splits the suffix off; drop it
-            out.append(_canon_number(t))
+            # "7%" and "7 percent" are one token, never the bare 7; "7th", "3rd": the suffix goes
+            pct = t.endswith("%")
+            t = t.rstrip("%")
+            if i + 1 < len(raw) and raw[i + 1] in ("percent", "per cent", "pct"):
+                pct = True
+                i += 1
+            out.append(_canon_number(t) + ("%" if pct else ""))
             if i + 1 < len(raw) and raw[i + 1] in ("st", "nd", "rd", "th", "s"):
                 i += 1
         elif t in _NUMBER_WORDS:
@@ -553,15 +560,42 @@ _UNSCORABLE = re.compile(
 _LIST_SPLIT = re.compile(r"\s*(?:;|,|\.\s|\band\b|\bor\b|&|/|\n)\s*")
 
 
-class _Prepared:
-    __slots__ = ("tokens", "joined", "stems", "numbers", "dates", "said")
+CHUNK_CHARS = 400
+"""Long passages (a tool's output, a whole file) are matched in chunks of about this many
+characters — sentences or lines, each chunk overlapping the next by one — so an answer's
+words, or a bare number and the question's words, must be near each other."""
 
-    def __init__(self, p: Passage) -> None:
-        self.tokens = _tokens(p.text)
+_PIECES = re.compile(r"(?<=[.!?])\s+|\n+")
+
+
+def _chunks(text: str) -> list[str]:
+    if len(text) <= CHUNK_CHARS:
+        return [text]
+    pieces = [x for x in _PIECES.split(text) if x and x.strip()]
+    out: list[str] = []
+    current: list[str] = []
+    size = 0
+    for piece in pieces:
+        if current and size + len(piece) > CHUNK_CHARS:
+            out.append(" ".join(current))
+            current, size = [current[-1]], len(current[-1])
+        current.append(piece)
+        size += len(piece) + 1
+    if current and (not out or len(current) > 1):
+        out.append(" ".join(current))
+    return out
+
+
+class _Prepared:
+    __slots__ = ("tokens", "joined", "stems", "numbers", "dates", "said", "owner")
+
+    def __init__(self, p: Passage, text: str, owner: int) -> None:
+        self.owner = owner
+        self.tokens = _tokens(text)
         self.joined = f" {' '.join(self.tokens)} "
         self.stems = set(_content(self.tokens)) | set(_content(_tokens(p.speaker)))
         self.numbers = {t for t in self.tokens if _is_number(t)}
-        folded = " ".join(_fold(p.text).split())
+        folded = " ".join(_fold(text).split())
         facts = _absolute_facts(folded, p.date.year if p.date else None)
         if p.date is not None:
             facts |= _relative_facts(folded, p.date)
@@ -581,7 +615,7 @@ class Haystack:
         if bad:
             raise TypeError(f"passages must be Passage objects or str, got {type(bad[0]).__name__}")
         self.passages: tuple[Passage, ...] = tuple(items)
-        self._prepared = [_Prepared(p) for p in items]
+        self._prepared = [_Prepared(p, chunk, k) for k, p in enumerate(items) for chunk in _chunks(p.text)]
         self._by_stem: dict[str, list[int]] = {}
         self._dated = [i for i, p in enumerate(self._prepared) if p.dates]
         for i, p in enumerate(self._prepared):
@@ -609,13 +643,13 @@ class Haystack:
         if want is not None:
             for i in self._dated:
                 if any(_date_matches(w, self._prepared[i].dates) for w in want) and self._anchored(i, question):
-                    return "date", i
+                    return "date", self._prepared[i].owner
             # an event told on the day it happened ("I just launched…"): the passage's own
             # date, for a day or month answer, when the passage is about the question
             if question and all(w.kind in ("day", "month") for w in want):
                 for i, p in enumerate(self._prepared):
                     if p.said and any(_date_matches(w, p.said) for w in want) and self._anchored(i, question):
-                        return "date", i
+                        return "date", self._prepared[i].owner
         # word for word
         needle = f" {' '.join(tokens)} "
         if content:
@@ -628,7 +662,7 @@ class Haystack:
         for i in pool_list:
             p = self._prepared[i]
             if needle in p.joined and (not (bare or want) or self._anchored(i, question)):
-                return "phrase", i
+                return "phrase", self._prepared[i].owner
         if want is not None or not content or not words:
             return None
         # content-word recall
@@ -641,7 +675,7 @@ class Haystack:
             if hits[i] < need:
                 break
             if all(n in self._prepared[i].numbers for n in numbers) and _units_follow(tokens, self._prepared[i].tokens):
-                return "words", i
+                return "words", self._prepared[i].owner
         return None
 
     def find(self, answer: object, question: str = "") -> Finding:

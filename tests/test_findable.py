@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from harpe_lab.findable import RECALL_THRESHOLD, Finding, Haystack, Passage, findable, normalize_text, parse_timestamp
+from harpe_lab.findable import CHUNK_CHARS, RECALL_THRESHOLD, Finding, Haystack, Passage, findable, normalize_text, parse_timestamp
 
 LABELS = Path(__file__).parent / "data" / "findable_labels.json"
 
@@ -156,6 +156,18 @@ class TestGuards:
     def test_judgements_are_unscorable_not_lost(self, answer):
         f = findable(answer, ["Yes, she wants to be a counselor and it is not mentioned."])
         assert not f.found and not f.scorable and f.how == "unscorable"
+
+    def test_a_percentage_is_not_a_bare_number(self):
+        assert not found("7%", "Tax on books, category 7, was discussed.", question="What tax rate applies to books?")
+        assert found("7%", "New tax category books (7 percent).", question="What tax rate applies to books?")
+
+    def test_in_a_long_passage_a_number_must_sit_near_the_question_words(self):
+        listing = "\n".join(f"{k:4d}  x = compute_{k}()" for k in range(1, 200))  # a numbered file listing
+        assert len(listing) > 10 * CHUNK_CHARS
+        far = listing + "\nAll tests passed."
+        near = listing + "\n=== 3 tests failed ==="
+        assert not found("3", far, question="How many tests failed?")
+        assert found("3", near, question="How many tests failed?")
 
     def test_an_answer_the_question_gives_away_is_unscorable(self):
         text = "I got the Samsung Galaxy S22 in February and the Dell XPS 13 arrived later."
