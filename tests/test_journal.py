@@ -549,7 +549,10 @@ class TestImporter:
         from harpe_lab.importers.harpe import load_harpe
 
         c = load_harpe(GOLDEN / "g5.jsonl", max_chars=30)
-        assert [t.input.text for t in c] == ["cancel me"] and c.metadata["dropped_turns"] == 2
+        # the same turns Journal.load keeps: interrupted turns count only their input (§3.6)
+        kept = [m.text for m in Journal.load(GOLDEN / "g5.jsonl", max_chars=30) if isinstance(m, UserInput)]
+        assert [t.input.text for t in c] == kept == ["and now crash", "cancel me"]
+        assert c.metadata["dropped_turns"] == 1
 
     def test_to_journal_round_trips(self, tmp_path):
         from harpe_lab.importers.harpe import load_harpe, to_journal
