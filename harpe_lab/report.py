@@ -53,7 +53,8 @@ GLOSSARY: tuple[tuple[str, str], ...] = (
                   "replaced something it had sent (a cut, a new summary, a changed system prompt). Compactions = "
                   "the number of compacted requests; a ▼ marker in the plots."),
     ("summarized", "A summary was produced before this request (the strategy folded messages into it). "
-                   "Summaries = the number of summarized requests; a ○ marker in the plots."),
+                   "Usually the same request is compacted; not when the fold changed nothing the provider had "
+                   "received. Summaries = the number of summarized requests; a ○ marker in the plots."),
     ("messages_dropped", "Messages the full history held at this request that the request did not carry "
                          "verbatim (summarized or left out). Most dropped = the maximum over the requests."),
     ("overshoot_tokens", "Input tokens above the strategy's declared limit, whatever its kind: a budget (a "
@@ -162,10 +163,20 @@ def table_html(frame: Any, columns: Sequence[str] | None = None, *, classes: str
         head.append(f"<th data-column='{html.escape(c, quote=True)}'{title}>{html.escape(str(label))}</th>")
     rows = []
     for _, row in shown.iterrows():
-        cells = "".join(f"<td>{html.escape(str(v))}</td>" for v in row)
+        cells = "".join(_cell(c, v) for c, v in zip(cols, row))
         rows.append(f"<tr>{cells}</tr>")
     return (f"<table class='{html.escape(classes, quote=True)}'><thead><tr>{''.join(head)}</tr></thead>"
             f"<tbody>{''.join(rows)}</tbody></table>")  # fmt: skip
+
+
+def _cell(column: str, text: Any) -> str:
+    """One escaped cell; a strategy label may break after its ``@``, free text anywhere."""
+    body = html.escape(str(text))
+    if column == "strategy":
+        return f"<td>{body.replace('@', '@<wbr>')}</td>"
+    if column in ("error", "limit") or column not in COLUMN_LABELS:
+        return f"<td class='text'>{body}</td>"
+    return f"<td>{body}</td>"
 
 
 def glossary_markdown() -> str:
@@ -245,11 +256,12 @@ _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 72rem; padding: 0 1rem; color: #222; }
 h1 { font-size: 1.6rem; } h2 { margin-top: 2.5rem; border-bottom: 1px solid #ddd; }
 .table { max-width: 100%; }
-table { border-collapse: collapse; font-size: 0.85rem; margin: 1rem 0; max-width: 100%; }
-th, td { border: 1px solid #ddd; padding: 0.25rem 0.5rem; text-align: right; overflow-wrap: anywhere; }
-th { background: #f4f4f4; vertical-align: bottom; }
+table { border-collapse: collapse; font-size: 0.82rem; margin: 1rem 0; max-width: 100%; }
+th, td { border: 1px solid #ddd; padding: 0.25rem 0.45rem; text-align: right; }
+th { background: #f4f4f4; vertical-align: bottom; font-weight: 600; }
+td { font-variant-numeric: tabular-nums; }
 td:first-child, th:first-child { text-align: left; }
-td.text, th.text { text-align: left; }
+td.text { text-align: left; overflow-wrap: anywhere; min-width: 12rem; }
 img { max-width: 100%; border: 1px solid #eee; margin: 0.5rem 0; }
 .note { color: #555; font-size: 0.9rem; }
 ul.limits li { margin: 0.2rem 0; }

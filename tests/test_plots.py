@@ -12,7 +12,7 @@ import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
 from harpe_lab import plots  # noqa: E402
-from harpe_lab.context import Compaction, FullContext, SummarizingContext  # noqa: E402
+from harpe_lab.context import FullContext, SummarizingContext, TurnContext  # noqa: E402
 from harpe_lab.conversation import Conversation, Turn  # noqa: E402
 from harpe_lab.errors import HarpeLabError  # noqa: E402
 from harpe_lab.messages import AssistantMessage, ToolCall, ToolResult, ToolResults, UserInput  # noqa: E402
@@ -63,17 +63,43 @@ class TestTokenUse:
         assert plots.plot_token_use(_full(_conversation(3)), ax=ax) is ax
         assert isinstance(plots.plot_token_use(_full(_conversation(3))), matplotlib.axes.Axes)
 
-    def test_one_marker_per_compaction(self):
+    def test_one_marker_per_compacted_request(self):
         r = _summarizing(_conversation(20))
+        frame = r.requests
         n = r.totals()["compactions"]
-        assert n >= 3  # the builder is sized to compact several times
+        assert n >= 3 and n == frame["compacted"].sum()  # the builder is sized to compact several times
         line = _by_gid(plots.plot_token_use(r), "compactions")
         x, y = line.get_data()
-        assert len(x) == n
-        # each marker sits on the request the compaction came before, at its height
-        events = [e.request for e in r.events if e.kind == "ContextCompacted"]
-        assert list(x) == events
-        assert list(y) == list(r.requests["input_tokens"].iloc[events])
+        # each marker sits on a compacted request, at its height
+        expected = list(frame.index[frame["compacted"]])
+        assert list(x) == expected
+        assert list(y) == list(frame["input_tokens"].iloc[expected])
+
+    def test_one_marker_per_summary(self):
+        r = _summarizing(_conversation(20))
+        frame = r.requests
+        x = _by_gid(plots.plot_token_use(r), "summaries").get_xdata()
+        assert len(x) == frame["summarized"].sum() == r.totals()["summaries"] > 0
+        assert list(x) == list(frame.index[frame["summarized"]])
+
+    def test_every_marker_has_a_legend_entry(self):
+        r = _summarizing(_conversation(20))
+        ax = plots.plot_token_use(r)
+        labels = [t.get_text() for t in ax.get_legend().get_texts()]
+        assert {"compacted (request cut)", "summary made", "high water"} <= set(labels)
+        assert "overshoot" in labels and r.totals()["overshoots"] > 0
+        assert len(_by_gid(ax, "overshoot").get_segments()) == r.totals()["overshoots"]
+
+    def test_the_limit_line_is_named_by_its_kind(self):
+        from harpe_lab.presets import make_strategy
+
+        c = _conversation(10)
+        for name, label in (("sliding", "budget"), ("windowed", "target"), ("summarizing", "high water")):
+            r = replay(c, make_strategy(name, budget=1500, counter=COUNTER), counter=COUNTER, name=name)
+            ax = plots.plot_token_use(r)
+            line = _by_gid(ax, "high_water")
+            assert line.get_label() == label and list(line.get_ydata()) == [1500, 1500]
+            plt.close(ax.figure)
 
     def test_no_markers_without_compaction(self):
         line = _by_gid(plots.plot_token_use(_full(_conversation(5))), "compactions")
@@ -108,10 +134,25 @@ class TestTokenUse:
         assert [int(s[0][0]) for s in segments] == list(above)
         assert all(s[0][1] == mark and s[1][1] > mark for s in segments)
 
-    def test_limit_as_a_token_count(self):
-        ax = plots.plot_token_use(_full(_conversation(3)), limit=50_000)
-        assert list(_by_gid(ax, "limit").get_ydata()) == [50_000, 50_000]
-        assert ax.get_ylim()[1] >= 50_000
+    def test_limit_near_the_data_is_a_line(self):
+        r = _full(_conversation(3))
+        top = r.requests["input_tokens"].max()
+        ax = plots.plot_token_use(r, limit=int(top * 1.2))
+        assert list(_by_gid(ax, "limit").get_ydata()) == [int(top * 1.2)] * 2 and _by_gid(ax, "limit").get_visible()
+        assert ax.get_ylim()[1] >= top * 1.2
+        assert not _by_gid(ax, "off_scale").get_visible()
+
+    def test_y_axis_fits_the_data_with_a_far_limit(self):
+        r = _full(_conversation(3))
+        top = r.requests["input_tokens"].max()
+        ax = plots.plot_token_use(r, limit=1_000_000, high_water=int(top * 40))
+        low, high = ax.get_ylim()
+        assert low == 0 and top <= high <= 1.1 * top  # the data fills the picture
+        assert not _by_gid(ax, "limit").get_visible() and not _by_gid(ax, "high_water").get_visible()
+        note = _by_gid(ax, "off_scale")
+        assert note.get_visible() and "limit 1,000,000" in note.get_text() and "high water" in note.get_text()
+        labels = [t.get_text() for t in ax.get_legend().get_texts()]
+        assert "limit" not in labels  # no legend entry for a line that is not drawn
 
     def test_limit_as_a_model_name_reads_litellms_table(self):
         from harpe_lab._litellm import litellm
@@ -119,6 +160,7 @@ class TestTokenUse:
         expected = litellm().model_cost["gpt-4o"]["max_input_tokens"]
         ax = plots.plot_token_use(_full(_conversation(3)), limit="openai/gpt-4o")
         assert list(_by_gid(ax, "limit").get_ydata()) == [expected, expected]
+        assert f"{expected:,}" in _by_gid(ax, "off_scale").get_text()  # far above three small turns
 
     def test_unknown_model_names_its_neighbours(self):
         with pytest.raises(HarpeLabError, match=r"`limit` must be .* 'gpt-4o-nonexistent' was passed; similar names: .*gpt-4o"):
@@ -141,21 +183,10 @@ class TestTokenUse:
         view.update(_full(_conversation(3)))
         assert ax.get_legend() is None
 
-    def test_compactions_without_events_come_from_the_compacted_column(self):
-        class CutEveryThirdTurn(FullContext):
-            """Reports a compaction at every third turn start, and emits no events."""
-
-            def compact(self):
-                n = sum(isinstance(m, UserInput) for m in self.transcript)
-                return Compaction(super().compact().rendered, n % 3 == 0 and len(self.transcript) == self._len_at_turn)
-
-            def begin_turn(self, input):
-                super().begin_turn(input)
-                self._len_at_turn = len(self.transcript)
-
-        r = replay(_conversation(9), lambda: CutEveryThirdTurn("sys"), counter=COUNTER)
+    def test_compactions_come_from_the_compacted_column_not_from_events(self):
+        r = replay(_conversation(9), lambda: TurnContext("sys"), counter=COUNTER)
         expected = list(r.requests.index[r.requests["compacted"]])
-        assert len(expected) == 3 and not r.events
+        assert len(expected) == 8 and not r.events  # every turn start but the first cuts; no event says so
         assert plots.compaction_requests(r) == expected
         assert list(_by_gid(plots.plot_token_use(r), "compactions").get_xdata()) == expected
 
@@ -177,9 +208,25 @@ class TestStrategies:
         lines = {l.get_gid(): l for l in ax.get_lines()}
         assert {"strategy:full", "strategy:summarizing"} <= set(lines)
         assert list(lines["strategy:full"].get_ydata()) == list(_full(c).requests["input_tokens"])
-        n = _summarizing(c).totals()["compactions"]
-        assert len(lines["compactions:summarizing"].get_xdata()) == n
+        frame = _summarizing(c).requests
+        assert len(lines["compactions:summarizing"].get_xdata()) == frame["compacted"].sum() > 0
+        assert len(lines["summaries:summarizing"].get_xdata()) == frame["summarized"].sum() > 0
         assert "compactions:full" not in lines
+
+    def test_markers_and_limit_have_legend_entries(self):
+        c = _conversation(10)
+        r = _summarizing(c)
+        ax = plots.plot_strategies({"full": _full(c), "summarizing": r}, limit=int(r.requests["input_tokens"].max()))
+        labels = [t.get_text() for t in ax.get_legend().get_texts()]
+        assert labels == ["full", "summarizing", "budget", "compacted (request cut)", "summary made"]
+
+    def test_a_far_limit_is_named_not_drawn(self):
+        c = _conversation(5)
+        full = _full(c)
+        ax = plots.plot_strategies([full], limit=500_000)
+        assert ax.get_ylim()[1] <= 1.1 * full.requests["input_tokens"].max()
+        assert not _by_gid(ax, "limit").get_visible()
+        assert "budget 500,000" in _by_gid(ax, "off_scale").get_text()
 
     def test_empty_is_an_error(self):
         with pytest.raises(HarpeLabError, match="at least one Replay"):

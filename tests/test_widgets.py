@@ -7,11 +7,17 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+import re  # noqa: E402
+
 import pytest  # noqa: E402
 
+from harpe_lab.context import FullContext  # noqa: E402
+from harpe_lab.datasets import list_datasets  # noqa: E402
 from harpe_lab.conversation import Conversation, Turn  # noqa: E402
 from harpe_lab.errors import HarpeLabError, StrategyError  # noqa: E402
 from harpe_lab.messages import AssistantMessage, ToolCall, ToolResult, ToolResults, UserInput  # noqa: E402
+from harpe_lab.presets import PRESETS  # noqa: E402
+from harpe_lab.replay import replay, totals  # noqa: E402
 from harpe_lab.widgets import Compare, Explorer, message_text, render_request_html  # noqa: E402
 
 SCRIPT = "<script>window.__pwned=1</script>"
@@ -41,6 +47,20 @@ def _explorer(conversation: Conversation | None = None, **kw) -> Explorer:
     return Explorer(conversation or _conversation(), **kw)
 
 
+def _stats(e: Explorer) -> dict[str, str]:
+    """The stats table's cells by key, as shown."""
+    return dict(re.findall(r"<tr data-key='([a-z_]+)'><th>[^<]*</th><td>([^<]*)</td></tr>", e.summary.value))
+
+
+def _counts(e: Explorer) -> dict[str, str]:
+    return {name: label.value for name, label in e.counts.items()}
+
+
+def _big_conversation() -> Conversation:
+    """A session whose full history reaches ~200k tokens (ApproxCounter)."""
+    return Conversation(tuple(_turn(t, steps=2, size=10_000) for t in range(40)), id="big")
+
+
 class TestExplorerSliders:
     def test_moving_high_water_changes_plot_summary_and_count(self):
         e = _explorer(high_water=1500, low_water=400)
@@ -48,14 +68,16 @@ class TestExplorerSliders:
         e.high_water.value = 4000
         assert e.plot.value != before[0]
         assert e.summary.value != before[1]
-        assert e.replay is not before[3] and e.replay.high_water == 4000
+        assert e.replay is not before[3] and e.replay.limit.tokens == 4000
         assert int(e.compactions.value) < int(before[2])
 
-    def test_shown_count_is_the_replays_compactions(self):
+    def test_header_and_table_show_the_frames_totals(self):
         e = _explorer(high_water=1500, low_water=400)
         for value in (1500, 2500, 5000):
             e.high_water.value = value
-            assert int(e.compactions.value) == e.replay.totals()["compactions"]
+            t = totals(e.replay.requests)
+            assert _counts(e) == {k: str(t[k]) for k in ("compactions", "summaries", "overshoots")}
+            assert _stats(e)["compactions"] == f"{t['compactions']:,}" and _stats(e)["overshoots"] == f"{t['overshoots']:,}"
         assert int(e.compactions.value) > 0 or e.high_water.value > e.replay.requests["input_tokens"].max()
 
     def test_plot_is_a_png(self):
@@ -77,30 +99,114 @@ class TestExplorerSliders:
         assert e._figure is figure
         assert [id(a) for a in e._ax.get_children() if a.get_gid()] == artists
 
-    def test_low_water_is_kept_below_high_water(self):
-        e = _explorer(high_water=3000, low_water=2000)
-        e.high_water.value = 1000
-        assert e.low_water.max == 1000 and e.low_water.value <= 1000
-        assert e.replay.high_water == 1000
-
     def test_budget_drives_a_windowing_preset(self):
         e = _explorer(strategy="windowed", budget=800)
         small = e.replay.requests["input_tokens"].max()
         e.budget.value = 3000
         assert e.replay.requests["input_tokens"].max() > small
-        assert e.high_water.disabled and e.low_water.disabled
+        assert e.replay.limit.tokens == 3000
+        assert e.shown_knobs() == ["budget"]
 
-    def test_switching_strategy_replays(self):
+    def test_switching_strategy_replays_and_shows_its_knobs(self):
         e = _explorer(high_water=1500, low_water=400)
         assert int(e.compactions.value) > 0
         e.strategy.value = "full"
         assert e.replay.strategy == "full"
-        assert e.compactions.value == "0"
-        assert e.high_water.disabled
+        assert _counts(e) == {"compactions": "0", "summaries": "0", "overshoots": "0"}
+        assert e.shown_knobs() == []
+        e.strategy.value = "summarizing"
+        assert e.shown_knobs() == ["high_water", "low_water"]
+        assert e.high_water.value == 1500  # the value set before is kept
 
     def test_unknown_strategy_names_the_choices(self):
         with pytest.raises(HarpeLabError, match=r"`strategy` must be one of \['full', .*\], but 'fancy' was passed."):
             _explorer(strategy="fancy")
+
+
+class TestKnobs:
+    """Only the picked preset's knobs are shown, each ranged from the conversation."""
+
+    @pytest.mark.parametrize("name", list(PRESETS))
+    def test_each_preset_shows_exactly_its_knobs_with_ranges_from_the_conversation(self, name):
+        e = _explorer(strategy="full")
+        e.strategy.value = name  # the callback, as a person picking from the dropdown
+        preset = PRESETS[name]
+        assert e.last_error is None
+        assert e.shown_knobs() == [k.name for k in preset.knobs]
+        hidden = set(e.knob_rows) - {k.name for k in preset.knobs}
+        assert all(e.knob_rows[h].layout.display == "none" for h in hidden)
+        peak = int(totals(replay(e.conversation, PRESETS["full"].build(system=e.conversation.system),
+                                 counter=e.counter).requests)["input_tokens_max"])  # fmt: skip
+        for knob in preset.knobs:
+            lo, hi = knob.range_for(peak)
+            slider = e.knobs[knob.name]
+            assert (slider.min, slider.max) == (lo, max(hi, slider.value)), knob.name
+            assert slider.min <= slider.value <= slider.max
+
+    @pytest.mark.parametrize("name", [n for n, p in PRESETS.items() if p.knobs])
+    def test_moving_each_knob_rebuilds_the_strategy_with_it(self, name):
+        e = _explorer(strategy=name)
+        for knob in PRESETS[name].knobs:
+            box = e.auto.get(knob.name)
+            if box is not None:
+                box.value = False  # take the slider's value instead of the derived default
+            slider = e.knobs[knob.name]
+            new = slider.min + (slider.max - slider.min) // 3 or slider.max
+            slider.value = new
+            assert e.last_error is None, e.last_error
+            assert e.parameters()[knob.name] == new
+            assert e._key(e.parameters()) in e._cache and e._cache[e._key(e.parameters())] is e.replay
+        budget = PRESETS[name].budget_knob
+        if budget is not None and e.replay.limit is not None:
+            assert e.replay.limit.tokens == e.knobs[budget.name].value
+
+    def test_auto_knobs_pass_none_to_the_preset(self):
+        e = _explorer(high_water=1500)
+        assert e.auto["low_water"].value and e.low_water.disabled
+        assert e.parameters() == {"high_water": 1500, "low_water": None}
+        e.auto["low_water"].value = False
+        assert not e.low_water.disabled and e.parameters()["low_water"] == e.low_water.value
+
+    def test_a_170k_token_session_can_be_explored(self):
+        e = _explorer(_big_conversation(), strategy="sliding")
+        peak = e.peak()
+        assert peak > 170_000
+        assert e.budget.max >= peak  # not capped
+        e.budget.value = 113_878
+        assert e.last_error is None and e.budget.value == 113_878
+        assert e.replay.limit.tokens == 113_878
+        assert e.replay.requests["input_tokens"].max() <= 113_878
+
+
+class TestConstructorArguments:
+    @pytest.mark.parametrize("kwargs, message", [
+        ({"budget": -3}, r"`budget` must be a whole number of tokens >= 1, but -3 was passed."),
+        ({"budget": 0, "strategy": "windowed"}, r"`budget` must be a whole number of tokens >= 1, but 0 was passed."),
+        ({"budget": "big"}, r"`budget` must be .* but 'big' was passed."),
+        ({"budget": 1500.5}, r"`budget` must be a whole number .* but 1500.5 was passed."),
+        ({"high_water": -1}, r"`high_water` must be a whole number of tokens >= 1, but -1 was passed."),
+        ({"n": 0, "strategy": "chain"}, r"`n` must be a whole number of messages >= 1, but 0 was passed."),
+        ({"budget": 900, "high_water": 800}, r"pass `budget` or `high_water`, not both"),
+        ({"hig_water": 800}, r"`hig_water` is not a knob of any preset: the knobs are \['budget', 'high_water'"),
+        ({"dpi": 0}, r"`dpi` must be a positive number, but 0 was passed."),
+        ({"cache_size": 0}, r"`cache_size` must be an int >= 1, but 0 was passed."),
+        ({"figsize": (9,)}, r"`figsize` must be a \(width, height\) pair"),
+        ({"limit": -5}, r"`limit` must be a positive token count, but -5 was passed."),
+        ({"distill": "summary"}, r"`distill` must be a callable"),
+    ])  # fmt: skip
+    def test_bad_arguments_raise_a_clear_error(self, kwargs, message):
+        with pytest.raises(HarpeLabError, match=message):
+            _explorer(**kwargs)
+
+    def test_integral_floats_are_accepted(self):
+        e = _explorer(strategy="windowed", budget=800.0)
+        assert e.budget.value == 800 and e.replay.limit.tokens == 800
+
+    def test_a_budget_for_a_preset_without_one_waits_for_a_preset_with_one(self):
+        e = _explorer(strategy="full", budget=900)
+        assert e.shown_knobs() == []
+        e.strategy.value = "windowed"
+        assert e.budget.value == 900 and e.replay.limit.tokens == 900
 
 
 class TestExplorerStepper:
@@ -111,7 +217,7 @@ class TestExplorerStepper:
         e.step.value = e.step.max
         assert e.request_view.value != view0
         assert e.gauge.value == e.replay.requests["input_tokens"].iat[e.step.max] != gauge0
-        assert f"/ {e.budget.value:,} tokens at request {e.step.max}" in e.gauge_label.value
+        assert e.gauge_label.value.endswith(f"/ 1,500 tokens (high water) at request {e.step.max}")
 
     def test_step_range_follows_the_replay(self):
         e = _explorer()
@@ -134,10 +240,17 @@ class TestExplorerStepper:
         assert 'class="msg summarized"' in e.request_view.value
         assert "summary of earlier turns" in e.request_view.value  # the summary in the system prompt
 
-    def test_gauge_turns_red_over_budget(self):
-        e = _explorer(strategy="full", budget=500)
-        e.step.value = e.step.max
+    def test_gauge_turns_red_over_the_strategys_limit(self):
+        e = _explorer(strategy="windowed", budget=500)  # the current turn is never cut: it goes over
+        over = e.replay.requests["overshoot_tokens"].to_numpy().nonzero()[0]
+        assert len(over)
+        e.step.value = int(over[-1])
         assert e.gauge.bar_style == "danger"
+        assert "(target)" in e.gauge_label.value
+
+    def test_gauge_measures_against_the_model_limit_when_given(self):
+        e = _explorer(strategy="full", limit=100_000)
+        assert e.gauge_label.value.endswith(f"/ 100,000 tokens (model limit) at request {e.step.value}")
 
 
 class TestEscaping:
@@ -189,11 +302,39 @@ class TestErrors:
         shown = "".join(o.get("text", "") for o in e.errors.outputs)
         assert "StrategyError" in shown and "distill must return a str" in shown
 
+    def test_an_error_replaces_the_picture_and_resets_the_stats(self):
+        e = _explorer(strategy="windowed", budget=1500, distill=_bad_distill, high_water=1500, low_water=400)
+        assert int(e.compactions.value) > 0 and e.plot.layout.display != "none"
+        e.strategy.value = "summarizing"
+        # the dropdown and the picture agree: the error of the picked strategy, nothing of windowed's
+        assert e.strategy.value == "summarizing" and e.replay is None
+        assert e.plot.layout.display == "none" and e.plot_error.layout.display != "none"
+        assert "summarizing (high_water=1,500, low_water=400) on synthetic: no replay" in e.plot_error.value
+        assert "StrategyError" in e.plot_error.value and "distill must return a str" in e.plot_error.value
+        assert _counts(e) == {"compactions": "–", "summaries": "–", "overshoots": "–"}
+        assert set(_stats(e).values()) == {"–"}
+        assert e.gauge.value == 0 and e.gauge_label.value == "" and e.request_view.value == ""
+        assert e.step.max == 0
+        e.next_button.click()  # stepping with no replay does nothing, and keeps the error shown
+        assert e.replay is None and isinstance(e.last_error, StrategyError)
+
+    def test_error_text_is_escaped(self):
+        def evil(rendered):
+            raise StrategyError(SCRIPT)
+
+        e = _explorer(strategy="full", distill=evil, high_water=1500, low_water=400)
+        e.strategy.value = "summarizing"
+        assert "<script>" not in e.plot_error.value and "&lt;script&gt;" in e.plot_error.value
+
     def test_error_clears_on_the_next_good_redraw(self):
         e = _explorer(strategy="full", distill=_bad_distill, high_water=1500, low_water=400)
         e.strategy.value = "summarizing"
         e.strategy.value = "windowed"
         assert e.last_error is None and e.errors.outputs == ()
+        assert e.replay.strategy == "windowed"
+        assert e.plot.layout.display != "none" and e.plot_error.layout.display == "none"
+        t = totals(e.replay.requests)
+        assert _counts(e)["compactions"] == str(t["compactions"]) and _stats(e)["requests"] == f"{t['requests']:,}"
 
     def test_an_error_while_building_is_raised(self):
         with pytest.raises(StrategyError, match="distill must return a str"):
@@ -203,7 +344,7 @@ class TestErrors:
 class TestSources:
     def test_picker_switches_conversation_and_refits_the_sliders(self):
         small, large = _conversation(3, cid="small"), _conversation(60, cid="large")
-        e = _explorer({"small": small, "large": large}, strategy="full")
+        e = _explorer({"small": small, "large": large}, strategy="windowed")
         assert list(e.source.options) == ["small", "large"]
         top = e.budget.max
         e.source.value = "large"
@@ -231,32 +372,126 @@ class TestSources:
             Explorer("nope")
 
 
+def _table_rows(html: str) -> list[list[str]]:
+    body = html.split("<tbody>", 1)[1]
+    return [[re.sub(r"<wbr>", "", c) for c in re.findall(r"<td[^>]*>(.*?)</td>", row)]
+            for row in re.findall(r"<tr>(.*?)</tr>", body)]  # fmt: skip
+
+
+def _table_columns(html: str) -> list[str]:
+    return re.findall(r"<th data-column='([a-z_0-9]+)'", html)
+
+
 class TestCompare:
     def test_shows_every_strategy_and_the_table(self):
         c = _conversation(20)
         cmp = Compare(c, ["full", "windowed", "summarizing"], budget=1500, distill=_summary)
-        assert set(cmp.replays) == {"full", "windowed", "summarizing"}
+        assert set(cmp.replays) == {"full", "windowed", "summarizing"} and cmp.failures == {}
         assert len(cmp.panels.children) == 3
-        assert all(img.value[:4] == b"\x89PNG" for img in cmp.panels.children)
+        assert all(panel.children[0].value[:4] == b"\x89PNG" for panel in cmp.panels.children)
         assert len(cmp.frame) == 3
         for name in ("full", "windowed", "summarizing"):
             assert name in cmp.table.value
 
-    def test_budget_slider_reruns_the_presets(self):
+    def test_table_rows_are_the_frames_totals(self):
         c = _conversation(20)
-        cmp = Compare(c, ["full", "windowed"], budget=1000)
+        cmp = Compare(c, list(PRESETS), budget=1500, distill=_summary)
+        columns = _table_columns(cmp.table.value)
+        rows = _table_rows(cmp.table.value)
+        assert [r[0] for r in rows] == list(PRESETS)
+        for row in rows:
+            t = totals(cmp.replays[row[0]].requests)
+            for key in ("requests", "input_tokens_sum", "input_tokens_max", "compactions", "summaries", "overshoots"):
+                assert row[columns.index(key)] == f"{t[key]:,}", (row[0], key)
+            assert row[columns.index("cached_prefix_share")] == f"{t['cached_prefix_share'] * 100:.1f}%"
+
+    def test_budget_slider_sets_each_presets_budget_knob(self):
+        c = _conversation(20)
+        cmp = Compare(c, ["full", "windowed", "summarizing"], budget=1000, distill=_summary)
         full, windowed, plot = cmp.replays["full"], cmp.replays["windowed"], cmp.plot.value
         cmp.budget.value = 4000
         assert cmp.replays["full"] is full  # its replay does not depend on the budget
         assert cmp.replays["windowed"] is not windowed
+        assert cmp.replays["windowed"].limit.tokens == cmp.replays["summarizing"].limit.tokens == 4000
         assert cmp.plot.value != plot
 
-    def test_table_escapes_conversation_ids(self):
-        c = Conversation((_turn(0), _turn(1)), id=SCRIPT)
-        cmp = Compare(c, ["full"])
-        assert "<script>" not in cmp.table.value
-        assert "&lt;script&gt;" in cmp.table.value
+    def test_budget_is_not_capped_for_a_long_session(self):
+        cmp = Compare(_big_conversation(), ["full", "sliding"], budget=113_878)
+        assert cmp.budget.value == 113_878 and cmp.budget.max >= 113_878
+        assert cmp.replays["sliding"].limit.tokens == 113_878 and cmp.failures == {}
 
-    def test_unknown_preset_names_the_choices(self):
-        with pytest.raises(HarpeLabError, match=r"`strategies` must be among \[.*\], but 'nope' was passed."):
+    def test_a_failing_strategy_is_a_row_with_its_error(self):
+        c = _conversation(20)
+        cmp = Compare(c, ["full", "summarizing", "windowed"], budget=1500, distill=_bad_distill)
+        assert set(cmp.replays) == {"full", "windowed"}
+        assert isinstance(cmp.failures["summarizing"], StrategyError)
+        rows = {r[0]: r for r in _table_rows(cmp.table.value)}
+        columns = _table_columns(cmp.table.value)
+        assert list(rows) == ["full", "summarizing", "windowed"]
+        assert rows["summarizing"][columns.index("error")].startswith("StrategyError: ")
+        assert "distill must return a str" in rows["summarizing"][columns.index("error")]
+        assert rows["summarizing"][columns.index("requests")] == "–"
+        assert rows["windowed"][columns.index("error")] == ""
+        panel = cmp.panels.children[1]
+        assert panel.children[0].layout.display == "none" and "distill must return a str" in panel.children[1].value
+        cmp.budget.value = 3000  # the widget stays alive
+        assert cmp.replays["windowed"].limit.tokens == 3000 and cmp.last_error is None
+
+    def test_a_failing_factory_is_escaped(self):
+        def broken():
+            raise HarpeLabError(SCRIPT)
+
+        cmp = Compare(_conversation(3), {IMG: broken, "full": lambda: FullContext("")})
+        assert "<script>" not in cmp.table.value and "<img" not in cmp.table.value
+        assert "&lt;script&gt;" in cmp.table.value and "&lt;img src=x" in cmp.table.value
+        assert "<script>" not in cmp.panels.children[0].children[1].value
+
+    def test_same_rows_whatever_the_order(self):
+        c = _conversation(20)
+        a = Compare(c, ["summarizing", "windowed", "sliding"], budget=1500)
+        b = Compare(c, ["sliding", "summarizing", "windowed"], budget=1500)
+        for name in a.replays:
+            assert a.replays[name].requests.equals(b.replays[name].requests), name
+
+    def test_bad_arguments(self):
+        with pytest.raises(HarpeLabError, match=r"`strategies` must be one of \[.*\], but 'nope' was passed."):
             Compare(_conversation(3), ["full", "nope"])
+        with pytest.raises(HarpeLabError, match=r"`budget` must be a whole number of tokens >= 1, but -3 was passed."):
+            Compare(_conversation(3), ["windowed"], budget=-3)
+        with pytest.raises(HarpeLabError, match=r"`strategies` must be a list of preset names"):
+            Compare(_conversation(3), "full")
+
+
+class TestOneFrame:
+    """For every preset on every bundled dataset, the Explorer's header, its stats table and
+    its plot show the numbers of one frame: `totals(replay.requests)`."""
+
+    @pytest.mark.parametrize("dataset", list_datasets())
+    def test_header_table_and_markers_agree_with_totals(self, dataset):
+        e = Explorer(dataset, strategy="full", datasets=False)
+        ran = 0
+        for name in PRESETS:
+            e.strategy.value = name
+            if e.replay is None:  # refused (a budget it cannot keep): the error is shown instead
+                assert e.last_error is not None and e.plot.layout.display == "none"
+                assert set(_counts(e).values()) == {"–"}
+                continue
+            ran += 1
+            frame = e.replay.requests
+            t = totals(frame)
+            assert _counts(e) == {k: str(t[k]) for k in ("compactions", "summaries", "overshoots")}, name
+            stats = _stats(e)
+            for key in ("requests", "input_tokens_sum", "input_tokens_max", "compactions", "summaries", "overshoots",
+                        "overshoot_tokens_max", "distill_calls"):  # fmt: skip
+                assert stats[key] == f"{t[key]:,}", (name, key)
+            plot = e._plot
+            assert len(plot.compactions.get_xdata()) == frame["compacted"].sum() == t["compactions"], name
+            assert len(plot.summaries.get_xdata()) == frame["summarized"].sum() == t["summaries"], name
+            # the drawn mark is the strategy's limit: each red segment is an overshooting request
+            assert len(plot.overshoot.get_segments()) == t["overshoots"], name
+            labels = [text.get_text() for text in e._ax.get_legend().get_texts()]
+            if t["compactions"]:
+                assert "compacted (request cut)" in labels
+            if t["summaries"]:
+                assert "summary made" in labels
+        assert ran >= len(PRESETS) - 2
