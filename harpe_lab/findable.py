@@ -59,6 +59,7 @@ from typing import Iterable, Sequence
 __all__ = [
     "RECALL_THRESHOLD",
     "CHUNK_CHARS",
+    "ANCHOR_WORDS",
     "Passage",
     "Finding",
     "Haystack",
@@ -83,7 +84,9 @@ _NUMBER_WORDS = {
 }  # fmt: skip
 _TENS = {"twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"}
 _ARTICLES = {"a", "an", "the"}
-_TOKEN = re.compile(r"\d+(?:[.,:]\d+)*%?|[^\W\d_]+")
+_TOKEN = re.compile(r"[^\W_]+(?:[.,:]\d+)*%?")
+_NUMBER = re.compile(r"\d+(?:[.,:]\d+)*%?")
+_NUMBER_UNIT = re.compile(r"(\d+(?:\.\d+)?)([a-z]{1,3})")
 
 _STOPWORDS = frozenset("""
 about above after again against all also am and any are as at be because been before being below between
@@ -113,12 +116,19 @@ def _canon_number(tok: str) -> str:
 
 def _tokens(text: str) -> list[str]:
     """Folded tokens: digits canonical, number words as digits, articles dropped."""
-    raw = _TOKEN.findall(_fold(text))
+    raw: list[str] = []
+    for t in _TOKEN.findall(_fold(text)):
+        if t[0].isdigit() and not _NUMBER.fullmatch(t):
+            m = _NUMBER_UNIT.fullmatch(t)
+            if m:  # "512mb", "7th", "1.5s": a number and its unit; a hash ("3b5745…") stays whole
+                raw.extend(m.groups())
+                continue
+        raw.append(t)
     out: list[str] = []
     i = 0
     while i < len(raw):
         t = raw[i]
-        if t[0].isdigit():
+        if _NUMBER.fullmatch(t):
             # "7%" and "7 percent" are one token, never the bare 7; "7th", "3rd": the suffix goes
             pct = t.endswith("%")
             t = t.rstrip("%")
@@ -165,7 +175,7 @@ def _stem(w: str) -> str:
 
 
 def _is_number(tok: str) -> bool:
-    return tok[0].isdigit()
+    return bool(_NUMBER.fullmatch(tok))
 
 
 def _units_follow(answer: list[str], passage: list[str]) -> bool:
@@ -560,6 +570,10 @@ _UNSCORABLE = re.compile(
 _LIST_SPLIT = re.compile(r"\s*(?:;|,|\.\s|\band\b|\bor\b|&|/|\n)\s*")
 
 
+ANCHOR_WORDS = 2
+"""How many of the question's content words (all, if it has fewer) must share a passage
+chunk with an answer that is only a number or a date."""
+
 CHUNK_CHARS = 400
 """Long passages (a tool's output, a whole file) are matched in chunks of about this many
 characters — sentences or lines, each chunk overlapping the next by one — so an answer's
@@ -571,7 +585,15 @@ _PIECES = re.compile(r"(?<=[.!?])\s+|\n+")
 def _chunks(text: str) -> list[str]:
     if len(text) <= CHUNK_CHARS:
         return [text]
-    pieces = [x for x in _PIECES.split(text) if x and x.strip()]
+    pieces: list[str] = []
+    for x in _PIECES.split(text):
+        while x and len(x) > CHUNK_CHARS:  # one long line (a list of names, say): cut at a space
+            cut = x.rfind(" ", 0, CHUNK_CHARS)
+            cut = cut if cut > 0 else CHUNK_CHARS
+            pieces.append(x[:cut])
+            x = x[cut:]
+        if x and x.strip():
+            pieces.append(x)
     out: list[str] = []
     current: list[str] = []
     size = 0
@@ -629,7 +651,10 @@ class Haystack:
     # one part of an answer ---------------------------------------------------------------
 
     def _anchored(self, i: int, question: Sequence[str]) -> bool:
-        return not question or any(s in self._prepared[i].stems for s in question)
+        if not question:
+            return True
+        stems = self._prepared[i].stems
+        return sum(s in stems for s in question) >= min(ANCHOR_WORDS, len(question))
 
     def _find_part(self, part: str, question: Sequence[str], words: bool = True) -> tuple[str, int] | None:
         tokens = _tokens(part)

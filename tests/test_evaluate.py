@@ -272,15 +272,18 @@ class TestBundledDatasets:
 
     def test_a_summarizing_strategy_gets_credit_on_coding_agent(self):
         conv = with_probe_turn(datasets.load("coding_agent"))
-        rp = replay(conv, make_strategy("summarizing", budget=4000, counter=COUNTER, system=conv.system),
-                    counter=COUNTER, name="summarizing")  # fmt: skip
+        # the preset at its default budget (8,000 tokens), as the demo and the CLI run it
+        rp = replay(conv, make_strategy("summarizing", counter=COUNTER, system=conv.system), counter=COUNTER,
+                    name="summarizing")  # fmt: skip
         pr = probe_retention(rp)
         # every evidence message was folded into a summary: the verbatim count alone says 0.000
         assert not pr["evidence_in_context"].any()
         assert pr["evidence_summarized"].gt(0).all()
         row = _one(retention(rp), "summarizing")
-        assert row["findable"] == len(pr) == 8
-        assert row["only_in_summary"] >= 0.25  # today: 3 of 8 (the first failures, the books rate, a count)
+        # 7 of 8 are findable in the full history; "how many TODO comments" is a count of lines: a judge's
+        assert (row["probes"], row["findable"], row["needs_judge"]) == (8, 7, 1)
+        # measured: 4 of the 7 only in the summary (first failures, books rate, mypy error, rounding spec)
+        assert row["only_in_summary"] >= 0.5 and row["retention"] >= 0.5
         assert row["retention"] == pytest.approx(row["verbatim"] + row["only_in_summary"])
         credited = pr[pr["kept_as"] == "summary"]
         assert credited["answer_in_summary"].all() and credited["known"].all()
