@@ -29,12 +29,13 @@ How an answer is located, in order (the first that succeeds decides):
 
 Guards for precision:
 
-* an answer that is only numbers or only a date also needs its passage to share a content
-  word with the question (when one is given), so "3" is not found in every text with a 3;
+* an answer that is only numbers or only a date also needs `ANCHOR_WORDS` (2) of the
+  question's content words (when one is given) in the same chunk of `CHUNK_CHARS`, so "3" is
+  not found in every text with a 3, nor in a numbered file listing that mentions a test;
 * a number followed by a unit ("5 months ago") needs that unit within three words after
   the same number in the passage;
 * an event told on the day it happened ("I just launched the campaign") matches a day or
-  month answer through the passage's own date — again only with a question word in it;
+  month answer through the passage's own date — again only with the question's words in it;
 * yes/no and hedged answers ("Likely yes", "No; …"), "not mentioned" and "the information
   provided is not enough" answers, and answers the question gives away ("Which came
   first, A or B?" → "A") are *unscorable* (`Finding.scorable` is False): whether the text
