@@ -1,0 +1,102 @@
+"""The demo report in a real browser at 1,280 px: every table fits its container.
+
+Needs Debian's ``chromium`` at /usr/bin/chromium and the Python ``playwright`` package
+(Playwright's own browser download is never used), as tests/test_browser.py. Set
+``HARPE_LAB_SCREENSHOTS=DIR`` to keep a screenshot of the page.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from harpe_lab.demo import run_demo
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage",
+]  # fmt: skip
+WIDTH = 1280
+
+# For each table: its box, its container's, and whether any cell's content is clipped.
+MEASURE = """() => [...document.querySelectorAll('table')].map((t, k) => {
+  const box = t.getBoundingClientRect(), parent = t.parentElement, outer = parent.getBoundingClientRect();
+  const clipped = [...t.querySelectorAll('td, th')].filter(c => c.scrollWidth > c.clientWidth + 1).length;
+  const caption = (t.parentElement.previousElementSibling || {}).innerText || '';
+  return {k, caption, right: box.right, width: box.width, parentRight: outer.right,
+          parentScroll: parent.scrollWidth, parentClient: parent.clientWidth, clipped, rows: t.rows.length};
+})"""
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory) -> Path:
+    return run_demo(tmp_path_factory.mktemp("report"), echo=lambda *_: None)
+
+
+@pytest.fixture(scope="module")
+def page(report):
+    """The report opened by a headless Chromium (Debian's, a fresh profile) at 1,280 px."""
+    if not CHROMIUM.exists():
+        pytest.skip(f"{CHROMIUM} is missing: install it with `apt-get update && apt-get install -y chromium`")
+    from playwright.sync_api import Error, sync_playwright
+
+    profile = tempfile.mkdtemp(prefix="harpe-chromium-")
+    with sync_playwright() as p:
+        try:
+            context = p.chromium.launch_persistent_context(
+                profile, executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS,
+                viewport={"width": WIDTH, "height": 900},
+            )  # fmt: skip
+        except Error as exc:
+            shutil.rmtree(profile, ignore_errors=True)
+            pytest.skip(f"{CHROMIUM} could not be launched: {exc}")
+        try:
+            page = context.new_page()
+            errors: list[str] = []
+            page.on("pageerror", lambda exc: errors.append(str(exc)))
+            page.goto(report.resolve().as_uri(), wait_until="load")
+            folder = os.environ.get("HARPE_LAB_SCREENSHOTS")
+            if folder:
+                Path(folder).mkdir(parents=True, exist_ok=True)
+                page.screenshot(path=str(Path(folder) / "report.png"), full_page=True)
+            yield page, errors
+        finally:
+            context.close()
+            shutil.rmtree(profile, ignore_errors=True)
+
+
+def test_no_table_overflows_its_container_at_1280_px(page):
+    page, errors = page
+    assert page.evaluate("window.innerWidth") == WIDTH
+    tables = page.evaluate(MEASURE)
+    assert len(tables) >= 6  # two tables per dataset at least
+    for t in tables:
+        where = f"table {t['k']} ({t['caption']!r})"
+        assert t["rows"] > 1, where
+        assert t["right"] <= t["parentRight"] + 0.5, f"{where} sticks out of its container: {t}"
+        assert t["parentScroll"] <= t["parentClient"], f"{where} makes its container scroll: {t}"
+        assert t["right"] <= WIDTH, f"{where} is cut off by the window: {t}"
+        assert t["clipped"] == 0, f"{where} clips {t['clipped']} cells: {t}"
+    assert page.evaluate("document.documentElement.scrollWidth") <= WIDTH  # no sideways scrolling
+    assert errors == []
+
+
+def test_every_picture_loads_and_fits(page):
+    page, _ = page
+    images = page.evaluate("() => [...document.images].map(i => [i.naturalWidth, i.getBoundingClientRect().right])")
+    assert images and all(natural > 0 for natural, _ in images)  # loaded
+    assert all(right <= WIDTH for _, right in images)
+
+
+def test_glossary_and_limit_sections_are_shown(page):
+    page, _ = page
+    text = page.locator("body").inner_text()
+    assert "Strategies that go over their limit" in text and "Strategies that refused (raised)" in text
+    assert "Glossary" in text and "compacted" in text
