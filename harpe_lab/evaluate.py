@@ -254,17 +254,19 @@ def _lines(text: str) -> list[Passage]:
 
 
 class _Views:
-    """What one replay's requests held, as matcher haystacks, built once per request."""
+    """What one replay's requests held, as matcher haystacks, built once per request.
 
-    def __init__(self, replay: Any) -> None:
+    ``full`` is shared by the replays of one call (`compare`, `retention`): every replay of a
+    conversation has the same full history, so its haystacks are built once per call."""
+
+    def __init__(self, replay: Any, full: dict[tuple[int, tuple[str, ...]], Haystack] | None = None) -> None:
         self.replay = replay
         conv = replay.conversation
         self.by_id = _message_by_id(conv)
         ids = conv.message_ids()
         self.passage = dict(zip(ids, message_passages(conv, ids)))
         self._sent: dict[int, tuple[Haystack, Haystack]] = {}
-        self._full: dict[tuple[str, ...], Haystack] = _FULL_CACHE.setdefault(id(conv), {})
-        _FULL_OWNERS[id(conv)] = conv
+        self._full = {} if full is None else full
 
     def sent(self, i: int) -> tuple[Haystack, Haystack]:
         """(everything request ``i`` held, its summary alone)."""
@@ -285,25 +287,12 @@ class _Views:
 
     def full(self, i: int) -> Haystack:
         """Everything the full history held at request ``i`` (system prompt included)."""
-        ids = tuple(self.replay.available_ids(i))
-        if ids not in self._full:
-            conv = self.replay.conversation
-            self._full[ids] = Haystack([self.passage[mid] for mid in ids] + _lines(conv.system))
-        return self._full[ids]
-
-
-# full-history haystacks are the same for every replay of a conversation: share them while
-# the conversation lives (keyed by id, kept alive by _FULL_OWNERS; bounded below)
-_FULL_CACHE: dict[int, dict[tuple[str, ...], Haystack]] = {}
-_FULL_OWNERS: dict[int, Conversation] = {}
-_FULL_CACHE_MAX = 8
-
-
-def _views(replay: Any) -> _Views:
-    if len(_FULL_OWNERS) >= _FULL_CACHE_MAX and id(replay.conversation) not in _FULL_OWNERS:
-        _FULL_CACHE.clear()
-        _FULL_OWNERS.clear()
-    return _Views(replay)
+        conv = self.replay.conversation
+        # the conversation object is alive for the whole call, so its id is a safe key
+        key = (id(conv), tuple(self.replay.available_ids(i)))
+        if key not in self._full:
+            self._full[key] = Haystack([self.passage[mid] for mid in key[1]] + _lines(conv.system))
+        return self._full[key]
 
 
 def _na(finding: Finding) -> Any:
@@ -346,12 +335,17 @@ def probe_retention(replay: Any, probes: Iterable[Probe] | None = None) -> Any:
     ``<NA>`` in the ``answer_*`` and ``findable_full`` columns. The boolean columns are pandas
     nullable booleans: their mean skips ``<NA>``.
     """
+    return _probe_frame(replay, probes, None)
+
+
+def _probe_frame(replay: Any, probes: Iterable[Probe] | None, full: dict | None) -> Any:
+    """`probe_retention`, sharing the full-history haystacks ``full`` across replays."""
     import pandas as pd
 
     probes = _probes(replay, probes)
     conv = replay.conversation
     known_ids = set(conv.message_ids())
-    views = _views(replay)
+    views = _Views(replay, full)
     rows = []
     kept_at: dict[int, dict[str, str]] = {}
     tokens = replay.requests["input_tokens"]
@@ -446,9 +440,10 @@ def retention(replays: Any, probes: Iterable[Probe] | None = None, *, by_categor
         replays = [replays]
     fixed = None if probes is None else list(probes)
     rows = []
+    full: dict = {}
     for rp in replays:
         ps = _probes(rp, fixed)
-        pr = probe_retention(rp, ps)
+        pr = _probe_frame(rp, ps, full)
         keys = {"conversation": rp.conversation.id, "strategy": rp.strategy}
         rows.append(_retention_rows(pr, keys, "all"))
         if by_category:
@@ -834,6 +829,7 @@ def compare(
         answers = pd.concat(list(answers), ignore_index=True) if len(answers) else None
     fixed_probes = None if probes is None else list(probes)
     full_cache: dict[int, tuple[Any, dict[str, Message]]] = {}
+    full_haystacks: dict = {}
     rows = []
     for rp in replays:
         f = rp.requests
@@ -859,7 +855,7 @@ def compare(
         row["probes"] = len(ps)
         findable_ids: set[str] = set()
         if ps:
-            pr = probe_retention(rp, ps)
+            pr = _probe_frame(rp, ps, full_haystacks)
             r = _retention_rows(pr, {}, "all")
             for k in ("findable", "needs_judge", "raw_retention", "retention", "verbatim", "only_in_summary", "lost"):
                 row[k] = r[k]
