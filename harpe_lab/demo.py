@@ -54,6 +54,15 @@ class DemoRun:
     peak: int = 0
 
 
+def _preset_line(preset: Any) -> str:
+    knobs = ("Knobs: " + ", ".join(f"{k.name} ({k.unit})" for k in preset.knobs)) if preset.knobs else "No knobs"
+    budget = preset.budget_knob
+    budget = f"; the budget sets {budget.name}" if budget is not None and budget.name != "budget" else ""
+    limit = f"; declares a {preset.limit_kind.replace('_', ' ')} limit" if preset.limit_kind else "; declares no limit"
+    note = f". Note: {preset.note}" if preset.note else ""
+    return f"{preset.name} ({preset.family}): {preset.description}. {knobs}{budget}{limit}{note}."
+
+
 def _slug(text: str) -> str:
     return "".join(c if c.isalnum() else "_" for c in text).strip("_")
 
@@ -171,9 +180,15 @@ def run_demo(out: str | Path = "out/report", *, fractions: tuple[float, ...] = D
         "before the request; red segments: tokens above the strategy's limit; dashed lines: limits and water "
         "marks (a mark far above the data is named in the corner instead of drawn). Each picture has its legend.",
     )  # fmt: skip
+    presets = ReportSection(
+        "The strategies",
+        "Every preset of the registry (harpe_lab.presets.PRESETS) ran; those with a budget knob at each budget, "
+        "labelled preset@budget.",
+        bullets=[("Presets", [_preset_line(get_preset(name)) for name in strategies])],
+    )
     priced = f"costs at {pricing} prices" if pricing is not None else "no pricing (costs are –)"
     index = write_report(
-        out, "harpe_lab demo: context strategies on the bundled datasets", [first, legend, *sections],
+        out, "harpe_lab demo: context strategies on the bundled datasets", [first, presets, legend, *sections],
         intro=f"Budgets are {', '.join(f'{f:.0%}' for f in fractions)} of each dataset's largest full-history "
               f"request, set on each preset's budget knob; counter {counter.name}; {priced}; "
               f"{time.perf_counter() - started:.1f} s to replay and draw.",

@@ -132,6 +132,13 @@ def _fit_marks(ax: Any, data_max: float, marks: Sequence[tuple[Any, float | None
     return max(top, 1.0) * 1.08
 
 
+def _thousands(ax: Any) -> None:
+    """Token ticks as the tables write tokens: 12,000."""
+    from matplotlib.ticker import StrMethodFormatter
+
+    ax.yaxis.set_major_formatter(StrMethodFormatter("{x:,.0f}"))
+
+
 def _off_scale_text(ax: Any) -> Any:
     return ax.text(0.99, 0.97, "", transform=ax.transAxes, ha="right", va="top", fontsize=8, color="#333333",
                    gid="off_scale", visible=False, zorder=6,
@@ -214,6 +221,7 @@ class TokenUsePlot:
         self.cursor = ax.axvline(0, color="#555555", lw=1, visible=False, gid="cursor")
         ax.set_xlabel("request")
         ax.set_ylabel("input tokens")
+        _thousands(ax)
         ax.grid(axis="y", alpha=0.3)
         self._legend = None
 
@@ -356,6 +364,7 @@ def plot_strategies(replays: Sequence[Any] | Mapping[str, Any], ax: Any = None, 
     top = _fit_marks(ax, data_max, [(limit_line, limit, limit_label)], _off_scale_text(ax))
     ax.set_xlabel("request")
     ax.set_ylabel("input tokens")
+    _thousands(ax)
     ax.set_ylim(0, top)
     ax.grid(axis="y", alpha=0.3)
     handles = [h for h in ax.get_lines() if (h.get_gid() or "").startswith("strategy:")]
@@ -366,7 +375,8 @@ def plot_strategies(replays: Sequence[Any] | Mapping[str, Any], ax: Any = None, 
         handles.append(Line2D([], [], **{**_COMPACTED, "color": "#444444"}))
     if any_summary:
         handles.append(Line2D([], [], **{**_SUMMARIZED, "mec": "#444444"}))
-    ax.legend(handles=handles, fontsize=8, loc="upper left")
+    # beside the axes, so it never hides a line
+    ax.legend(handles=handles, fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     return ax
 
 

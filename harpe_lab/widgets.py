@@ -845,7 +845,7 @@ class Compare(_Guarded):
         self.widget = w.VBox([self.budget, self.plot, self.panels, self.table, self.errors])
         self.widget.add_class("harpe-compare")
 
-        self._figure = _figure(9, 3.6, dpi)
+        self._figure = _figure(9, 3.6, dpi, right=0.78)  # the legend sits to the right
         self._overlay_ax = self._figure.add_subplot()
         self._panel_figs = {}
         for name in self._factories:
