@@ -1,14 +1,22 @@
 """Judging a replay against the full history: probes, artifacts, answers, and a comparison.
 
 =========================  ================================================================
-`probe_retention`          per probe: was its evidence still sent verbatim, is its answer in
-                           the summary, how many tokens went out — offline, no model
+`probe_retention`          per probe: was its evidence still sent verbatim, is its answer
+                           findable (`harpe_lab.findable`) in the summary, in the request,
+                           in the full history; known or not; kept verbatim, only in the
+                           summary, lost — or needing a model judge
+`retention`                known ÷ findable under the full history, per replay and probe
+                           category ("n findable of m probes"): 1.0 for `FullContext`
 `artifact_retention`       the share of the full history's file paths, commands, numbers,
                            URLs, identifiers and decisions a context (or summary) still holds
 `answer_probes`            asks each probe's question under the strategy's context and under
-                           the full history through litellm, and scores the replies
+                           the full history through litellm, scores the replies, and reports
+                           the model's agreement with the matcher (`judge_agreement`)
 `compare`                  one row per replay: tokens, compactions, distill cost, overshoots,
-                           probe and artifact retention, answer accuracy
+                           relative retention with its denominator, artifact retention,
+                           answer accuracy
+`message_passages`         a conversation's messages as the matcher reads them: with the
+                           session day they were said on and the speaker
 =========================  ================================================================
 
 A probe (`harpe_lab.conversation.Probe`) is asked at turn ``asked_at``; its request is the
