@@ -612,6 +612,10 @@ def answer_probes(
 
     ``on_error="raise"`` stops at the first failed call with `ModelError`; ``"skip"`` fills
     ``error`` and leaves that probe's scores ``<NA>``. Columns: `ANSWER_COLUMNS`.
+
+    Beside the model's scores, each row has the offline matcher's (`probe_retention`):
+    ``answer_in_context``, ``findable_full`` and ``known``, so the model is scored on the
+    same denominator; ``frame.attrs["agreement"]`` is `judge_agreement` of the frame.
     """
     import pandas as pd
     from tqdm.auto import tqdm
@@ -815,17 +819,29 @@ def compare(
                                 `harpe_lab.replay.Pricing`), else NaN
     overshoots                  requests above the strategy's high water mark
     overshoot_tokens_max        the largest overshoot
-    probes                      probes judged (``probes``, else the conversation's)
+    probes                      probes judged (``probes``, else the conversation's): m
+    findable                    probes whose answer is findable in the full history: n
+    needs_judge                 m − n, for a model judge; never counted as lost
+    raw_retention, retention    known ÷ m, and known ÷ n (see `retention`): 1.0 for
+                                `FullContext` by construction
+    verbatim, only_in_summary,  where the n findable probes were kept; they add up to 1
+    lost
+    retention_denominator       ``"n findable of m probes"``, to show beside the number
     probe_retention             share of probes with evidence whose evidence was all sent
                                 (mean `probe_retention` ``evidence_in_context``)
-    answer_in_summary           share of probes whose answer is in the summary
+    answer_in_summary           share of probes whose answer is findable in the summary
     artifact_retention          share of the full history's artifacts the last request
                                 holds (summary and messages), `artifact_retention` "all"
     artifacts_<category>        the same per category
     answer_accuracy(_full)      mean ``context_correct`` (``full_correct``) of ``answers``:
                                 frames from `answer_probes` (one, concatenated, or a list),
                                 matched by conversation and strategy; NaN without them
+    answer_retention            mean ``context_correct`` over the n findable probes: the
+                                model's answers with retention's denominator
+    judge_agreement             `judge_agreement` ``"full"`` of those answers
     ==========================  =========================================================
+
+    Per category, use `retention`.
     """
     import pandas as pd
 
