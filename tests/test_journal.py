@@ -496,18 +496,62 @@ class TestMessageCodec:
             {"name": "n", "size": 3.0, "mime": "m", "path": "/p"}]})
         assert m.attachments[0].size == 3 and type(m.attachments[0].size) is int
 
-    def test_fast_construction_matches_constructors(self):
-        from harpe_lab import journal
-
-        # the reader fills __dict__ directly; it must still build exactly these objects
-        assert journal._fast_builders()
-        assert journal._tool_result("i", "c", (), False) == ToolResult("i", "c", (), False)
-        assert journal._usage(1, 2, 3, 4, "p", "m") == Usage(1, 2, 3, 4, "p", "m")
-        assert journal._turn_data(U("x"), (), "failed", "e") == TurnData(input=U("x"), outcome="failed", error="e")
+    def test_decoded_messages_are_the_constructed_ones(self):
+        # the common shapes take a quick path; it builds exactly what the constructors build
+        cases = [
+            ({"role": "user", "text": "x", "attachments": []}, U("x")),
+            ({"role": "assistant", "text": "t", "calls": [{"id": "c", "name": "n", "input": {"a": 1}}]},
+             A("t", C("c", "n", {"a": 1}))),
+            ({"role": "tool_results", "results": [{"id": "c", "content": "r", "attachments": [], "success": False}]},
+             R(res("c", "r", False))),
+        ]
+        for fields, expected in cases:
+            for strict in (True, False):
+                m = decode_message(fields, strict=strict)
+                assert m == expected and type(m) is type(expected)
+                assert vars(m) == vars(expected)
 
     def test_unknown_role_strict(self):
         with pytest.raises(JournalError, match="'role' is 'system'"):
             decode_message({"role": "system", "text": "x"})
+
+
+class TestLayout:
+    """The package's floor plan: one concept per module, nothing imported from above."""
+
+    PACKAGE = Path(__file__).resolve().parents[1] / "harpe_lab" / "journal"
+
+    def test_public_names_stay_importable_from_the_package(self):
+        from harpe_lab import journal
+
+        assert sorted(journal.__all__) == sorted([
+            "Entry", "TurnData", "TurnRecord", "Problem", "Records", "RecordStream", "EntryReader",
+            "TornLineWarning", "read_entries", "encode_message", "decode_message", "Journal", "JsonlLogger",
+            "TurnLog", "format_time", "USAGE_COLUMNS", "REQUEST", "RESPONSE", "MESSAGE", "STARTED", "ANSWERED",
+            "INTERRUPTED", "FAILED", "USAGE", "TURN_SCOPE", "CALL_SCOPE"])
+        for name in journal.__all__:
+            assert getattr(journal, name) is not None, name
+        assert journal.Journal.__module__ == "harpe_lab.journal._journal"
+
+    def test_modules_are_small(self):
+        sizes = {p.name: len(p.read_text(encoding="utf-8").splitlines()) for p in self.PACKAGE.glob("*.py")}
+        assert len(sizes) >= 10
+        assert {name: n for name, n in sizes.items() if n > 500} == {}
+
+    def test_the_journal_imports_only_the_ground_floor(self):
+        import ast
+
+        allowed = {"errors", "messages", "_text"}  # harpe_lab modules below the recordings floor
+        found = {}
+        for p in self.PACKAGE.glob("*.py"):
+            for node in ast.walk(ast.parse(p.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.ImportFrom) and node.level == 2:
+                    found[f"{p.name}: ..{node.module}"] = (node.module or "").split(".")[0] in allowed
+                elif isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("harpe_lab"):
+                    found[f"{p.name}: {node.module}"] = False
+                elif isinstance(node, ast.Import) and any(a.name.startswith("harpe_lab") for a in node.names):
+                    found[f"{p.name}: import harpe_lab"] = False
+        assert found and [k for k, ok in found.items() if not ok] == []
 
 
 def test_import_is_light():

@@ -1,0 +1,69 @@
+"""Harpe's shared rules about messages' size: how many characters a message weighs, how
+messages group into turns, and how a history is cut to a character budget.
+
+Ground floor: it imports only `harpe_lab.messages`. The journal (`Journal.load`) and every
+strategy use these rules, so they live below both.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Sequence
+
+from .messages import AssistantMessage, Message, ToolResults, UserInput
+
+__all__ = ["CHARS_PER_TOKEN", "message_chars", "turn_groups", "truncate"]
+
+CHARS_PER_TOKEN = 4
+"""Harpe's rule of thumb: a token is about 4 characters (24,000 chars ≈ 6k tokens)."""
+
+
+def message_chars(message: Message) -> int:
+    """Harpe's character measure: user text; assistant text plus each call's input as
+    Python's default ``json.dumps`` writes it; the contents of all tool results."""
+    # Cached on the message itself: messages are frozen, and a windowed context measures
+    # the same messages at every request.
+    cached = getattr(message, "_chars", None)
+    if cached is not None:
+        return cached
+    if isinstance(message, UserInput):
+        n = len(message.text)
+    elif isinstance(message, AssistantMessage):
+        n = len(message.text) + sum(len(json.dumps(c.input)) for c in message.calls)
+    elif isinstance(message, ToolResults):
+        n = sum(len(r.content) for r in message.results)
+    else:
+        raise TypeError(f"not a harpe_lab message: {message!r}")
+    object.__setattr__(message, "_chars", n)
+    return n
+
+
+def turn_groups(messages: Sequence[Message]) -> list[list[Message]]:
+    """Group messages into turns: a group starts at each `UserInput`; a leading non-user
+    prefix forms its own first group."""
+    groups: list[list[Message]] = []
+    for m in messages:
+        if isinstance(m, UserInput) or not groups:
+            groups.append([m])
+        else:
+            groups[-1].append(m)
+    return groups
+
+
+def truncate(messages: Sequence[Message], max_chars: int) -> list[Message]:
+    """Drop whole oldest turns while more than one is left and the total exceeds
+    ``max_chars`` (strictly). Never splits a reply from its tool results; the newest turn
+    is always kept, even when it alone is over the budget."""
+    # Equivalent to Harpe's drop-from-the-front loop: the result is the longest suffix of
+    # whole turns within the budget. Walking from the newest end only measures what is kept.
+    start = len(messages)
+    total = group = 0
+    for k in range(len(messages) - 1, -1, -1):
+        m = messages[k]
+        group += message_chars(m)
+        if k == 0 or isinstance(m, UserInput):
+            if start < len(messages) and total + group > max_chars:
+                break
+            total += group
+            start, group = k, 0
+    return list(messages[start:])
