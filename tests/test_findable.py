@@ -14,7 +14,9 @@ from harpe_lab.findable import CHUNK_CHARS, RECALL_THRESHOLD, Finding, Haystack,
 
 LABELS = Path(__file__).parent / "data" / "findable_labels.json"
 
-# the labelled set's floors (measured: precision 0.976, recall 0.887 on 273 probes)
+# the labelled set's floors. Measured: on the 273 probes the rules were tuned on, precision
+# 0.976 and recall 0.887; on 75 held-out probes labelled after the matcher was frozen, 0.939
+# and 0.885
 MIN_PRECISION = 0.9
 MIN_RECALL = 0.8
 
@@ -205,8 +207,10 @@ def _labels() -> list[dict]:
 class TestLabelFile:
     def test_it_holds_ids_and_our_judgement_only(self):
         labels = _labels()
-        assert len(labels) >= 250
-        assert {tuple(sorted(x)) for x in labels} == {("findable", "note", "probe", "source")}
+        assert len(labels) >= 300
+        assert {tuple(sorted(x)) for x in labels} == {("findable", "note", "probe", "set", "source")}
+        assert {x["set"] for x in labels} == {"tuning", "holdout"}
+        assert sum(x["set"] == "holdout" for x in labels) >= 50
         assert {x["source"] for x in labels} == {"locomo", "longmemeval"}
         assert len({(x["source"], x["probe"]) for x in labels}) == len(labels)
         # both kinds, in proportions a precision figure means something on
@@ -242,13 +246,15 @@ class TestLabelledSet:
     def scored(self, real_data):
         return _score(str(real_data))
 
-    def test_precision_and_recall(self, scored):
-        tp = sum(f.found and x["findable"] for x, f in scored)
-        fp = sum(f.found and not x["findable"] for x, f in scored)
-        fn = sum(not f.found and x["findable"] for x, f in scored)
+    @pytest.mark.parametrize("which", ["tuning", "holdout"])
+    def test_precision_and_recall(self, scored, which):
+        mine = [(x, f) for x, f in scored if x["set"] == which]
+        tp = sum(f.found and x["findable"] for x, f in mine)
+        fp = sum(f.found and not x["findable"] for x, f in mine)
+        fn = sum(not f.found and x["findable"] for x, f in mine)
         precision, recall = tp / (tp + fp), tp / (tp + fn)
-        print(f"\nfindable matcher on {len(scored)} labelled probes: precision {precision:.3f}, recall {recall:.3f} "
-              f"(tp {tp}, fp {fp}, fn {fn})")  # fmt: skip
+        print(f"\nfindable matcher on {len(mine)} labelled probes ({which}): precision {precision:.3f}, "
+              f"recall {recall:.3f} (tp {tp}, fp {fp}, fn {fn})")  # fmt: skip
         assert precision >= MIN_PRECISION
         assert recall >= MIN_RECALL
 
