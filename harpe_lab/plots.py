@@ -93,10 +93,14 @@ def _check_replay(replay: Any, param: str = "replay") -> None:
         )
 
 
+def _flags(frame: Any, column: str) -> list[int]:
+    flags = frame[column]
+    return [int(i) for i in flags.index[flags.to_numpy(dtype=bool)]]
+
+
 def _flagged(replay: Any, column: str) -> list[int]:
     _check_replay(replay)
-    flags = replay.requests[column]
-    return [int(i) for i in flags.index[flags.to_numpy(dtype=bool)]]
+    return _flags(replay.requests, column)
 
 
 def compaction_requests(replay: Any) -> list[int]:
@@ -266,7 +270,7 @@ class TokenUsePlot:
             self.overshoot.set_segments([[(xi, high), (xi, yi)] for xi, yi in zip(x[over], total[over])])
         else:
             self.overshoot.set_segments([])
-        for line, at in ((self.compactions, compaction_requests(replay)), (self.summaries, summary_requests(replay))):
+        for line, at in ((self.compactions, _flags(frame, "compacted")), (self.summaries, _flags(frame, "summarized"))):
             line.set_data(np.asarray(at, dtype=float), total[at] if at else np.zeros(0))
         self.cursor.set_visible(cursor is not None)
         if cursor is not None:
@@ -350,12 +354,12 @@ def plot_strategies(replays: Sequence[Any] | Mapping[str, Any], ax: Any = None, 
         y = frame["input_tokens"].to_numpy(dtype=float)
         (line,) = ax.plot(frame["request"], y, lw=1.4, label=_plain(name), gid=f"strategy:{name}")
         data_max = max(data_max, float(y.max()) if len(y) else 0.0)
-        at = compaction_requests(r)
+        at = _flags(frame, "compacted")
         if at:
             any_cut = True
             ax.plot(at, y[at], **{**_COMPACTED, "ms": 6, "color": line.get_color(), "label": "_nolegend_"},
                     gid=f"compactions:{name}")  # fmt: skip
-        made = summary_requests(r)
+        made = _flags(frame, "summarized")
         if made:
             any_summary = True
             ax.plot(made, y[made], **{**_SUMMARIZED, "ms": 7, "mec": line.get_color(), "label": "_nolegend_"},
