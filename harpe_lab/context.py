@@ -13,11 +13,11 @@ tokens than its high-water mark. See ``docs/concepts.md`` and the Harpe specific
 
 from __future__ import annotations
 
-import json
 from typing import Callable, Iterable, Sequence
 
+from ._text import CHARS_PER_TOKEN, message_chars, truncate, turn_groups
 from .errors import StrategyError
-from .messages import AssistantMessage, Message, Rendered, ToolResults, Usage, UserInput
+from .messages import AssistantMessage, Message, Rendered, Usage, UserInput
 from .protocol import Compaction, Context, ContextCompacted, Distill, EventHub, Limit, MeteredDistill
 
 __all__ = [
@@ -46,64 +46,6 @@ DISTILL_SYSTEM = (
     "constraints, decisions made, facts discovered, tool actions taken and their outcomes, and "
     "unresolved questions. Be concise; drop pleasantries and dead ends."
 )
-
-
-# --- truncation -------------------------------------------------------------------------
-
-
-CHARS_PER_TOKEN = 4
-"""Harpe's rule of thumb: a token is about 4 characters (24,000 chars ≈ 6k tokens)."""
-
-
-def message_chars(message: Message) -> int:
-    """Harpe's character measure: user text; assistant text plus each call's input as
-    Python's default ``json.dumps`` writes it; the contents of all tool results."""
-    # Cached on the message itself: messages are frozen, and a windowed context measures
-    # the same messages at every request.
-    cached = getattr(message, "_chars", None)
-    if cached is not None:
-        return cached
-    if isinstance(message, UserInput):
-        n = len(message.text)
-    elif isinstance(message, AssistantMessage):
-        n = len(message.text) + sum(len(json.dumps(c.input)) for c in message.calls)
-    elif isinstance(message, ToolResults):
-        n = sum(len(r.content) for r in message.results)
-    else:
-        raise TypeError(f"not a harpe_lab message: {message!r}")
-    object.__setattr__(message, "_chars", n)
-    return n
-
-
-def turn_groups(messages: Sequence[Message]) -> list[list[Message]]:
-    """Group messages into turns: a group starts at each `UserInput`; a leading non-user
-    prefix forms its own first group."""
-    groups: list[list[Message]] = []
-    for m in messages:
-        if isinstance(m, UserInput) or not groups:
-            groups.append([m])
-        else:
-            groups[-1].append(m)
-    return groups
-
-
-def truncate(messages: Sequence[Message], max_chars: int) -> list[Message]:
-    """Drop whole oldest turns while more than one is left and the total exceeds
-    ``max_chars`` (strictly). Never splits a reply from its tool results; the newest turn
-    is always kept, even when it alone is over the budget."""
-    # Equivalent to Harpe's drop-from-the-front loop: the result is the longest suffix of
-    # whole turns within the budget. Walking from the newest end only measures what is kept.
-    start = len(messages)
-    total = group = 0
-    for k in range(len(messages) - 1, -1, -1):
-        m = messages[k]
-        group += message_chars(m)
-        if k == 0 or isinstance(m, UserInput):
-            if start < len(messages) and total + group > max_chars:
-                break
-            total += group
-            start, group = k, 0
-    return list(messages[start:])
 
 
 # --- strategies -------------------------------------------------------------------------
