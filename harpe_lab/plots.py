@@ -60,7 +60,7 @@ FAR_ABOVE = 1.5
 """A mark higher than this many times the largest request is named, not drawn."""
 
 _LIMIT_LABELS = {"high_water": "high water", "budget": "budget", "target": "target"}
-_COMPACTED = dict(ls="none", marker="v", ms=8, color="black", label="compacted (request cut)")
+_COMPACTED = dict(ls="none", marker="v", ms=8, color="black", label="compacted")
 _SUMMARIZED = dict(ls="none", marker="o", ms=9, mfc="none", mec="#8e6cc4", mew=1.8, label="summary made")
 
 STATE_COLORS = {"not yet": "#ffffff", "sent": "#2e7d32", "summarized": "#f2a541", "dropped": "#c62828"}

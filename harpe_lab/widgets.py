@@ -11,8 +11,17 @@ VS Code and Voilà. Figures are `matplotlib.figure.Figure` objects that pyplot n
 so a notebook never shows a stray copy. Replays are cached by strategy and parameters,
 and a redraw updates the existing artists' data.
 
+Strategies come from the preset registry (`harpe_lab.presets.PRESETS`): the widgets show
+the knobs of the picked preset only, with ranges from `Knob.range_for` of the conversation's
+largest full-history request, and never test a preset's name. Every count on screen (header,
+stats table, Compare table, plot markers) is `harpe_lab.replay.totals` of one replay's frame,
+in the report's number format (`harpe_lab.report.format_value`; see ``docs/glossary.md``).
+
 Every piece of transcript text shown as HTML goes through `html.escape`. A callback that
-fails writes its traceback to the ``errors`` Output widget and keeps it in ``last_error``.
+fails writes its traceback to the ``errors`` Output widget and keeps it in ``last_error``;
+the Explorer then shows the error in place of its plot and blanks its numbers, so nothing on
+screen belongs to an earlier replay. In Compare, a strategy that raises is a row (and a
+panel) with its error.
 """
 
 from __future__ import annotations
@@ -448,7 +457,7 @@ class Explorer(_Guarded):
         derived = {k.name for p in PRESETS.values() for k in p.knobs if k.default is None}
         for name, knob in specs.items():
             slider = w.IntSlider(description=name.replace("_", " "), min=0, max=1, value=0, continuous_update=False,
-                                 tooltip=knob.help, **wide)  # fmt: skip
+                                 readout_format=",d", tooltip=knob.help, **wide)  # fmt: skip
             slider.add_class("harpe-" + name.replace("_", "-"))
             slider.add_class("harpe-knob")
             self.knobs[name] = slider
@@ -829,7 +838,7 @@ class Compare(_Guarded):
         value = budget if budget is not None else (DEFAULT_BUDGET if DEFAULT_BUDGET <= hi else max(lo, hi // 2))
         top = max(hi, value)
         self.budget = w.IntSlider(description="budget", min=lo, max=top, value=value, step=_nice_step(top - lo),
-                                  continuous_update=False, disabled=not budget_knobs,
+                                  continuous_update=False, disabled=not budget_knobs, readout_format=",d",
                                   tooltip="each preset's budget knob, in tokens", layout=w.Layout(width="420px"))  # fmt: skip
         self.budget.add_class("harpe-budget")
         self.plot = w.Image(format="png", layout=w.Layout(width="100%", max_width="900px"))

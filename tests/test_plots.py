@@ -86,7 +86,7 @@ class TestTokenUse:
         r = _summarizing(_conversation(20))
         ax = plots.plot_token_use(r)
         labels = [t.get_text() for t in ax.get_legend().get_texts()]
-        assert {"compacted (request cut)", "summary made", "high water"} <= set(labels)
+        assert {"compacted", "summary made", "high water"} <= set(labels)
         assert "overshoot" in labels and r.totals()["overshoots"] > 0
         assert len(_by_gid(ax, "overshoot").get_segments()) == r.totals()["overshoots"]
 
@@ -218,7 +218,7 @@ class TestStrategies:
         r = _summarizing(c)
         ax = plots.plot_strategies({"full": _full(c), "summarizing": r}, limit=int(r.requests["input_tokens"].max()))
         labels = [t.get_text() for t in ax.get_legend().get_texts()]
-        assert labels == ["full", "summarizing", "budget", "compacted (request cut)", "summary made"]
+        assert labels == ["full", "summarizing", "budget", "compacted", "summary made"]
 
     def test_a_far_limit_is_named_not_drawn(self):
         c = _conversation(5)

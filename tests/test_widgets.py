@@ -491,7 +491,7 @@ class TestOneFrame:
             assert len(plot.overshoot.get_segments()) == t["overshoots"], name
             labels = [text.get_text() for text in e._ax.get_legend().get_texts()]
             if t["compactions"]:
-                assert "compacted (request cut)" in labels
+                assert "compacted" in labels
             if t["summaries"]:
                 assert "summary made" in labels
         assert ran >= len(PRESETS) - 2
