@@ -145,11 +145,14 @@ def format_frame(frame: Any, columns: Sequence[str] | None = None) -> Any:
     return out.rename(columns={c: COLUMN_LABELS.get(c, c.replace("_", " ")) for c in cols})
 
 
-def table_html(frame: Any, columns: Sequence[str] | None = None, *, classes: str = "harpe-table") -> str:
+def table_html(frame: Any, columns: Sequence[str] | None = None, *, classes: str = "harpe-table",
+               span: str | None = None) -> str:
     """``frame`` as an escaped HTML table in the shared number format; each header carries
-    its glossary definition as a tooltip when it has one."""
-    shown = format_frame(frame, columns)
-    cols = [c for c in (columns or list(frame.columns)) if c in frame.columns]
+    its glossary definition as a tooltip when it has one. A row whose ``span`` column holds
+    text (an error, say) shows that text across every column after the first instead of its
+    values; ``span`` is not a column of its own."""
+    cols = [c for c in (columns or list(frame.columns)) if c in frame.columns and c != span]
+    shown = format_frame(frame, cols)
     defs = dict(GLOSSARY)
     alias = {"compactions": "compacted", "summaries": "summarized", "overshoots": "overshoot_tokens",
              "overshoot_tokens_max": "overshoot_tokens", "input_tokens_sum": "input_tokens",
@@ -162,8 +165,13 @@ def table_html(frame: Any, columns: Sequence[str] | None = None, *, classes: str
         title = f" title='{html.escape(tip, quote=True)}'" if tip else ""
         head.append(f"<th data-column='{html.escape(c, quote=True)}'{title}>{html.escape(str(label))}</th>")
     rows = []
-    for _, row in shown.iterrows():
-        cells = "".join(_cell(c, v) for c, v in zip(cols, row))
+    spans = list(frame[span]) if span is not None and span in frame.columns else [None] * len(shown)
+    for (_, row), text in zip(shown.iterrows(), spans):
+        if isinstance(text, str) and text:
+            cells = _cell(cols[0], row.iloc[0]) + (f"<td class='text span' colspan='{len(cols) - 1}'>"
+                                                  f"{html.escape(text)}</td>")  # fmt: skip
+        else:
+            cells = "".join(_cell(c, v) for c, v in zip(cols, row))
         rows.append(f"<tr>{cells}</tr>")
     return (f"<table class='{html.escape(classes, quote=True)}'><thead><tr>{''.join(head)}</tr></thead>"
             f"<tbody>{''.join(rows)}</tbody></table>")  # fmt: skip

@@ -56,6 +56,8 @@ _CSS = """
 .harpe-request .msg.system, .harpe-request .msg.synthetic { border-color: #8e6cc4; }
 .harpe-request .tag { font-weight: bold; margin-right: 6px; }
 .harpe-summary td, .harpe-summary th { padding: 1px 8px; text-align: right; }
+.harpe-compare-table td:first-child, .harpe-compare-table th:first-child { text-align: left; }
+.harpe-compare-table td.span { text-align: left; color: #8e1b1b; white-space: normal; }
 .harpe-error-box { border: 1px solid #c62828; background: #fdecea; color: #8e1b1b; padding: 10px 12px;
   font: 13px/1.4 system-ui, sans-serif; white-space: pre-wrap; word-break: break-word; }
 </style>
@@ -775,8 +777,8 @@ class Compare(_Guarded):
 
     Views: ``plot`` (all token curves overlaid), ``panels`` (one per strategy: its token
     plot, or its error), ``table`` (escaped HTML in the report's number format: one row per
-    strategy, counts from `harpe_lab.replay.totals`, a strategy that raised is a row with
-    its ``error``), ``errors``; ``replays`` maps label → `Replay` (those that ran),
+    strategy, counts from `harpe_lab.replay.totals`; a strategy that raised is a row whose
+    error spans the columns), ``errors``; ``replays`` maps label → `Replay` (those that ran),
     ``failures`` label → exception; ``frame`` is the table as a DataFrame (the
     `harpe_lab.evaluate.compare` columns, the totals and ``error``). A conversation whose
     probes are asked after its last turn is replayed with one empty turn added there
@@ -919,8 +921,8 @@ class Compare(_Guarded):
         self.frame = self._table(replays, failures)
         from .report import table_html
 
-        columns = [c for c in _COMPARE_COLUMNS if c != "error" or failures]
-        self.table.value = _CSS + table_html(self.frame, columns, classes="harpe-summary")
+        self.table.value = _CSS + table_html(self.frame, _COMPARE_COLUMNS, classes="harpe-summary harpe-compare-table",
+                                             span="error")  # fmt: skip
         self._ok()
 
     def _table(self, replays: Mapping[str, Any], failures: Mapping[str, BaseException]) -> Any:
