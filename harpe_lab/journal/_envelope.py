@@ -245,11 +245,16 @@ def exact_fields(raw: bytes) -> Mapping[str, Any]:
 # --- reading lines --------------------------------------------------------------------------
 
 
+_BUFFER = 1 << 20
+
+
 def open_journal(path: Any) -> Any:
     """``path`` opened for binary reading, or `MissingJournalError` / `JournalError`."""
     p = Path(os.fspath(path))
     try:
-        return open(p, "rb")
+        # a 1 MB buffer: the default 8 kB costs a read() call every few lines, a tenth of
+        # the time it takes to parse them (any line length still works)
+        return open(p, "rb", buffering=_BUFFER)
     except FileNotFoundError:
         raise MissingJournalError(
             "no journal here. To start a new session instead, write one with "
