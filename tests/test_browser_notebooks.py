@@ -71,6 +71,8 @@ def test_notebook_03_runs_to_the_end_on_a_real_claude_code_session(browser, sess
         # ... and Compare applied it, unclamped
         readout = page.locator(".harpe-compare .harpe-budget .widget-readout").first.inner_text()
         assert int(re.sub(r"\D", "", readout)) == budget
-        # every strategy ran at that budget: no strategy shows an error in its place
+        # every strategy ran at that budget: no panel shows an error, no table row is an error
+        # spanning the columns
         assert page.locator(".harpe-compare .harpe-error-box").count() == 0
+        assert page.locator(".harpe-compare .harpe-compare-table td.span").count() == 0, table.inner_text()
         page.close()
