@@ -15,8 +15,8 @@ from harpe_lab.findable import CHUNK_CHARS, RECALL_THRESHOLD, Finding, Haystack,
 LABELS = Path(__file__).parent / "data" / "findable_labels.json"
 
 # the labelled set's floors. Measured: on the 273 probes the rules were tuned on, precision
-# 0.976 and recall 0.887; on 75 held-out probes labelled after the matcher was frozen, 0.939
-# and 0.885
+# 0.976 and recall 0.882; on 75 held-out probes labelled after the matcher was frozen, 0.939
+# and 0.885 (unchanged by the one rule added since, list numbering)
 MIN_PRECISION = 0.9
 MIN_RECALL = 0.8
 
@@ -170,6 +170,11 @@ class TestGuards:
         near = listing + "\n=== 3 tests failed ==="
         assert not found("3", far, question="How many tests failed?")
         assert found("3", near, question="How many tests failed?")
+
+    def test_a_lists_numbering_is_not_a_number_the_text_states(self):
+        reply = "Tips for your tank:\n1. Cycle it first.\n2. Choose compatible fish for the tank.\n3. Add plants."
+        assert not found("2", reply, question="How many fish are in my tank?")
+        assert found("2", "I keep 2 fish in my tank.", question="How many fish are in my tank?")
 
     def test_an_answer_the_question_gives_away_is_unscorable(self):
         text = "I got the Samsung Galaxy S22 in February and the Dell XPS 13 arrived later."
