@@ -10,7 +10,16 @@ from pathlib import Path
 
 import pytest
 
-from harpe_lab.findable import CHUNK_CHARS, RECALL_THRESHOLD, Finding, Haystack, Passage, findable, normalize_text, parse_timestamp
+from harpe_lab.findable import (
+    CHUNK_CHARS,
+    RECALL_THRESHOLD,
+    Finding,
+    Haystack,
+    Passage,
+    findable,
+    normalize_text,
+    parse_timestamp,
+)
 
 LABELS = Path(__file__).parent / "data" / "findable_labels.json"
 
@@ -51,7 +60,7 @@ class TestLists:
         assert not found("beach, mountains, forest", *text)
 
     def test_items_may_come_from_different_passages(self):
-        f = findable("Running, pottery", ["I've been running farther to de-stress.", "I signed up for a pottery class."])
+        f = findable("Running, pottery", ["I've been running farther to de-stress.", "I signed up for pottery."])
         assert f.found and f.how == "items" and f.items == ("Running", "pottery") and f.passages == (0, 1)
 
     def test_and_or_semicolons_split(self):
@@ -178,7 +187,8 @@ class TestGuards:
 
     def test_an_answer_the_question_gives_away_is_unscorable(self):
         text = "I got the Samsung Galaxy S22 in February and the Dell XPS 13 arrived later."
-        f = findable("Samsung Galaxy S22", [text], question="Which came first, the Samsung Galaxy S22 or the Dell XPS 13?")
+        question = "Which came first, the Samsung Galaxy S22 or the Dell XPS 13?"
+        f = findable("Samsung Galaxy S22", [text], question=question)
         assert not f.scorable
         assert findable("Samsung Galaxy S22", [text], question="Which phone did I buy?").found
 
