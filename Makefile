@@ -17,8 +17,11 @@ demo: $(STAMP)
 	$(PY) -m harpe_lab demo
 
 # JupyterLab on the numbered notebooks (Ctrl-C stops it)
+# Jupyter refuses root unless told; containers often run as root
+LAB_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
+
 lab: $(STAMP)
-	$(PY) -m jupyter lab notebooks/
+	$(PY) -m jupyter lab $(LAB_ROOT) notebooks/
 
 # pytest exits 5 when it selected no test: fail loudly rather than pass on nothing.
 test: $(STAMP)
