@@ -88,6 +88,7 @@ class Assembler:
             lines = self._validated(lines)
         kind_of = KIND.get
         new_item = _new_item
+        known: dict[str, tuple[str, ...]] = {}  # a scope string's turn ids, within one bracket
         span: list[Item] | None = None  # the open bracket's span (None: no bracket open)
         depth, key = _NO_TURN, ()  # the shortest turn-id list in the open bracket, and its length
         for line, gen, event, fields, ctx, t, raw in lines:
@@ -100,7 +101,9 @@ class Assembler:
                         turns = ()
                     elif len(ctx) == 1:
                         s = ctx[0]
-                        turns = (s[_TP_LEN:],) if s.startswith(TURN_PREFIX) else ()
+                        turns = known.get(s)
+                        if turns is None:
+                            turns = known[s] = (s[_TP_LEN:],) if s.startswith(TURN_PREFIX) else ()
                     else:
                         turns = turn_ids(ctx)
                     if turns and len(turns) < depth:
@@ -117,6 +120,7 @@ class Assembler:
             if kind == _REQUEST:
                 self._request(line, fields, t, raw)
                 span, depth, key = self.span, _NO_TURN, ()
+                known.clear()
             elif kind == _RESPONSE:
                 record = self._response(line, fields, t, raw, key if depth != _NO_TURN else None)
                 span = None
