@@ -626,8 +626,7 @@ class Explorer(_Guarded):
                 slider.max = top
                 slider.step = _nice_step(top - lo) if knob.scales else 1
                 self._fitted.add(name)
-                box = self.auto.get(name)
-                slider.disabled = box is not None and box.value
+                self._show_auto(name)
 
     @contextmanager
     def _hold(self) -> Iterator[None]:
@@ -690,9 +689,16 @@ class Explorer(_Guarded):
     def _on_params(self, change: Any) -> None:
         if self._holding:
             return
-        for name, box in self.auto.items():
-            self.knobs[name].disabled = box.value
+        for name in self.auto:
+            self._show_auto(name)
         self.refresh()
+
+    def _show_auto(self, name: str) -> None:
+        """A knob left to the preset ("auto") shows no number: its value is derived."""
+        box = self.auto.get(name)
+        auto = box is not None and box.value
+        self.knobs[name].disabled = auto
+        self.knobs[name].readout = not auto
 
     def _on_step(self, change: Any) -> None:
         if self._holding or self.replay is None:

@@ -162,10 +162,12 @@ class TestKnobs:
 
     def test_auto_knobs_pass_none_to_the_preset(self):
         e = _explorer(high_water=1500)
-        assert e.auto["low_water"].value and e.low_water.disabled
+        assert e.auto["low_water"].value and e.low_water.disabled and not e.low_water.readout
         assert e.parameters() == {"high_water": 1500, "low_water": None}
+        auto = e.replay
         e.auto["low_water"].value = False
-        assert not e.low_water.disabled and e.parameters()["low_water"] == e.low_water.value
+        assert not e.low_water.disabled and e.low_water.readout
+        assert e.parameters()["low_water"] == e.low_water.value and e.replay is not auto
 
     def test_a_170k_token_session_can_be_explored(self):
         e = _explorer(_big_conversation(), strategy="sliding")
