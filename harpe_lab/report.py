@@ -122,10 +122,10 @@ def format_value(column: str, value: Any) -> str:
         return "–"
     if isinstance(value, str):
         return value
-    if isinstance(value, bool):
-        return "yes" if value else "no"
     if not isinstance(value, (int, float)) and hasattr(value, "item"):
         value = value.item()  # a numpy scalar
+    if isinstance(value, bool):
+        return "yes" if value else "no"
     if not isinstance(value, (int, float)):
         return str(value)
     if column.endswith("_usd") or column.endswith("_usd_cached") or column.startswith("cost"):
