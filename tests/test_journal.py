@@ -553,6 +553,16 @@ class TestLayout:
                     found[f"{p.name}: import harpe_lab"] = False
         assert found and [k for k, ok in found.items() if not ok] == []
 
+    def test_the_size_rules_it_uses_live_on_the_ground_floor(self):
+        import ast
+
+        from harpe_lab import _text
+
+        tree = ast.parse(Path(_text.__file__).read_text(encoding="utf-8"))
+        below = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.level}
+        assert below == {"messages"}
+        assert Journal.load.__globals__["truncate"] is _text.truncate
+
 
 def test_import_is_light():
     import subprocess
