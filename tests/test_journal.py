@@ -538,6 +538,23 @@ class TestLayout:
         assert len(sizes) >= 10
         assert {name: n for name, n in sizes.items() if n > 500} == {}
 
+    def test_each_module_imports_only_those_listed_above_it(self):
+        import ast
+
+        from harpe_lab import journal
+
+        table = journal.__doc__.split("Layout\n------", 1)[1]
+        order = [line.split()[0] for line in table.splitlines() if line.startswith("_")]
+        assert sorted(order) == sorted(p.stem for p in self.PACKAGE.glob("_*.py") if p.stem != "__init__")
+        wrong = []
+        for name in order:
+            tree = ast.parse((self.PACKAGE / f"{name}.py").read_text(encoding="utf-8"))
+            for node in ast.walk(tree):
+                if isinstance(node, ast.ImportFrom) and node.level == 1:
+                    used = [node.module] if node.module else [a.name for a in node.names]
+                    wrong += [f"{name} imports {u}" for u in used if order.index(u) >= order.index(name)]
+        assert wrong == []
+
     def test_the_journal_imports_only_the_ground_floor(self):
         import ast
 

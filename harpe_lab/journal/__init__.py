@@ -102,10 +102,10 @@ _envelope      lines and generations (§1): `Entry`, `read_entries`, the line pa
 _records       `TurnData`, `TurnRecord`, `Records`; `Item`, a line held in a bracket
 _fold          the 0.4 fold (§3.7), for journals without brackets
 _sessionlog    SessionLog files (§1.6)
-_brackets      the driver's brackets (§3.2–§3.4): `Assembler.feed`, the per-line path
+_brackets      the driver's brackets (§3.2–§3.4): `Assembler.run`, the per-line path
 _stream        `RecordStream`: a path or `Entry` s through that one path
-_journal       `Journal`: brackets written, turns, history and usage read
 _writer        `JsonlLogger`, `TurnLog`
+_journal       `Journal`: brackets written, turns, history and usage read
 ============== ================================================================
 """
 

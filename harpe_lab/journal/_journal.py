@@ -11,11 +11,10 @@ from ._events import REQUEST, RESPONSE, USAGE
 from ._problems import show
 from ._records import Records
 from ._stream import RecordStream
+from ._writer import JsonlLogger, TurnLog
 
 if TYPE_CHECKING:  # pandas is imported only by Journal.usage
     import pandas
-
-    from ._writer import JsonlLogger, TurnLog
 
 
 USAGE_COLUMNS = (
@@ -38,8 +37,6 @@ class Journal:
     """
 
     def __init__(self, logger: "JsonlLogger") -> None:
-        from ._writer import JsonlLogger
-
         if not isinstance(logger, JsonlLogger):
             raise TypeError(f"Journal writes through a JsonlLogger, got {show(logger)}")
         self.logger = logger
@@ -56,8 +53,6 @@ class Journal:
 
     def turn(self, turn_id: str | None = None) -> "TurnLog":
         """A `TurnLog` writing one turn through this journal's logger."""
-        from ._writer import TurnLog
-
         return TurnLog(self.logger, turn_id)
 
     # -- reading -------------------------------------------------------------------------
