@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import html
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -197,7 +198,8 @@ def glossary_markdown() -> str:
 def glossary_html() -> str:
     """The glossary as an HTML definition list (the report's last section)."""
     items = "".join(f"<dt><code>{html.escape(n)}</code></dt><dd>{html.escape(t)}</dd>" for n, t in GLOSSARY)
-    return f"<dl class='glossary'>{items}</dl><p class='note'>{html.escape(_ALL_SURFACES)}</p>"
+    note = re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(_ALL_SURFACES))
+    return f"<dl class='glossary'>{items}</dl><p class='note'>{note}</p>"
 
 
 # --- rows from replays ------------------------------------------------------------------------
