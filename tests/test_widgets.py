@@ -498,3 +498,28 @@ class TestOneFrame:
             if t["summaries"]:
                 assert "summary made" in labels
         assert ran >= len(PRESETS) - 2
+
+
+def test_views_never_test_a_preset_name():
+    """The views read the registry: no comparison with a preset's name (``name in ("full",
+    "turn")``, ``== "summarizing"``), and no name at all outside a documented lookup."""
+    import ast
+    from pathlib import Path
+
+    import harpe_lab
+
+    root = Path(harpe_lab.__file__).parent
+    names = set(PRESETS)
+    from harpe_lab.demo import DEMO_DETAIL
+
+    # the full history's peak sizes the sliders; the Explorer's default; the demo's validated detail list
+    allowed = {"widgets.py": {"full", "summarizing"}, "demo.py": {"full", *DEMO_DETAIL}}
+    for module in ("widgets.py", "plots.py", "report.py", "demo.py"):
+        tree = ast.parse((root / module).read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Compare):
+                for side in [node.left, *node.comparators]:
+                    consts = [n.value for n in ast.walk(side) if isinstance(n, ast.Constant)]
+                    assert not names & set(consts), f"{module}:{node.lineno} compares with a preset name"
+            if isinstance(node, ast.Constant) and node.value in names:
+                assert node.value in allowed.get(module, set()), f"{module}:{node.lineno} names preset {node.value!r}"
