@@ -148,9 +148,10 @@ def run_demo(out: str | Path = "out/report", *, fractions: tuple[float, ...] = D
         def at_mid(preset: str) -> str:
             return preset if get_preset(preset).budget_knob is None else f"{preset}@{mid}"
 
+        colors = {label: f"C{strategies.index(label.split('@')[0]) % 10}" for label in replays}  # per preset
         figures = [("tokens per request, all strategies at the middle budget",
                     lambda ax: plot_strategies({k: r for k, r in replays.items() if "@" not in k or k.endswith(f"@{mid}")},
-                                               ax=ax, limit=mid))]  # fmt: skip
+                                               ax=ax, limit=mid, colors=colors))]  # fmt: skip
         for preset in DEMO_DETAIL:
             label = at_mid(preset)
             if label in replays:

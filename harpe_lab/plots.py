@@ -337,11 +337,12 @@ def _as_named(replays: Any) -> list[tuple[str, Any]]:
 
 
 def plot_strategies(replays: Sequence[Any] | Mapping[str, Any], ax: Any = None, *, limit: int | None = None,
-                    limit_label: str = "budget") -> Any:
+                    limit_label: str = "budget", colors: Mapping[str, Any] | None = None) -> Any:
     """Input tokens per request of several replays overlaid, one line each, with a marker
     on each ``compacted`` request (▼) and each ``summarized`` one (○). ``replays`` is a
     sequence (labelled by strategy name) or a mapping of label → Replay. ``limit`` draws a
-    horizontal line (named in the ``off_scale`` text when far above the data)."""
+    horizontal line (named in the ``off_scale`` text when far above the data). ``colors``
+    (label → colour) keeps a strategy's colour when others are left out."""
     from matplotlib.lines import Line2D
 
     items = _as_named(replays)
@@ -352,7 +353,8 @@ def plot_strategies(replays: Sequence[Any] | Mapping[str, Any], ax: Any = None, 
     for name, r in items:
         frame = r.requests
         y = frame["input_tokens"].to_numpy(dtype=float)
-        (line,) = ax.plot(frame["request"], y, lw=1.4, label=_plain(name), gid=f"strategy:{name}")
+        color = None if colors is None else colors.get(name)
+        (line,) = ax.plot(frame["request"], y, lw=1.4, label=_plain(name), gid=f"strategy:{name}", color=color)
         data_max = max(data_max, float(y.max()) if len(y) else 0.0)
         at = _flags(frame, "compacted")
         if at:

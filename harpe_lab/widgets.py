@@ -909,7 +909,8 @@ class Compare(_Guarded):
         self._overlay_ax.clear()
         budgeted = any(p.budget_knob is not None for p in self._presets.values())
         if replays:
-            plot_strategies(replays, ax=self._overlay_ax, limit=self.budget.value if budgeted else None)
+            colors = {name: f"C{k % 10}" for k, name in enumerate(self._factories)}  # stable when one fails
+            plot_strategies(replays, ax=self._overlay_ax, limit=self.budget.value if budgeted else None, colors=colors)
         else:
             self._overlay_ax.text(0.5, 0.5, "no strategy could replay: see the table", ha="center", va="center",
                                   transform=self._overlay_ax.transAxes)  # fmt: skip

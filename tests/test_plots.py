@@ -300,3 +300,11 @@ class TestContextMap:
         started = time.perf_counter()
         plots.plot_context_map(r).figure.canvas.draw()
         assert time.perf_counter() - started < 15
+
+
+def test_strategy_colours_can_be_fixed():
+    c = _conversation(5)
+    ax = plots.plot_strategies({"b": _full(c)}, colors={"a": "C0", "b": "C1"})
+    from matplotlib.colors import to_hex
+
+    assert to_hex(_by_gid(ax, "strategy:b").get_color()) == to_hex("C1")
