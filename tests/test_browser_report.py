@@ -1,4 +1,6 @@
-"""The demo report in a real browser at 1,280 px: every table fits its container.
+"""The views in a real browser at 1,280 px: the demo report (every table fits its container)
+and the Explorer in Voilà (only the picked preset's knobs shown; an error replaces the
+picture and blanks the counts, and the next good replay brings them back).
 
 Needs Debian's ``chromium`` at /usr/bin/chromium and the Python ``playwright`` package
 (Playwright's own browser download is never used), as tests/test_browser.py. Set
@@ -100,3 +102,74 @@ def test_glossary_and_limit_sections_are_shown(page):
     text = page.locator("body").inner_text()
     assert "Strategies that go over their limit" in text and "Strategies that refused (raised)" in text
     assert "Glossary" in text and "compacted" in text
+
+
+# --- the Explorer in Voilà: knobs per preset, and an error in place of the picture --------------
+
+EXPLORER_CELL = '''
+from harpe_lab.conversation import Conversation, Turn
+from harpe_lab.messages import AssistantMessage, ToolCall, ToolResult, ToolResults, UserInput
+from harpe_lab.widgets import Explorer
+
+def turn(t):
+    msgs = []
+    for s in range(2):
+        msgs += [AssistantMessage(f"step {s}", (ToolCall(f"c{t}.{s}", "read", {"path": "f"}),)),
+                 ToolResults((ToolResult(f"c{t}.{s}", "x" * 400),))]
+    return Turn(UserInput(f"question {t}"), tuple(msgs) + (AssistantMessage(f"done {t}"),))
+
+explorer = Explorer(Conversation(tuple(turn(t) for t in range(30)), id="synthetic"), strategy="windowed",
+                    budget=1500, high_water=1500, distill=lambda rendered: 42, datasets=False)
+explorer
+'''
+
+
+def _visible(page, selector: str) -> bool:
+    return page.evaluate(f"() => {{ const e = document.querySelector({selector!r});"
+                         " return !!e && getComputedStyle(e).display !== 'none' && e.offsetParent !== null; }")
+
+
+def test_explorer_in_the_browser_shows_the_presets_knobs_and_its_errors(tmp_path):
+    import nbformat
+
+    from test_browser import voila
+
+    if not CHROMIUM.exists():
+        pytest.skip(f"{CHROMIUM} is missing")
+    from playwright.sync_api import sync_playwright
+
+    notebook = tmp_path / "explorer_error.ipynb"
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(EXPLORER_CELL)]
+    nbformat.write(nb, notebook)
+    with voila(notebook) as url, sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
+        try:
+            page = chromium.new_page(viewport={"width": WIDTH, "height": 1000})
+            errors: list[str] = []
+            page.on("pageerror", lambda exc: errors.append(str(exc)))
+            page.goto(url, timeout=180_000, wait_until="domcontentloaded")
+            page.locator(".harpe-plot img, img.harpe-plot").first.wait_for(state="visible", timeout=180_000)
+            assert _visible(page, ".harpe-budget") and not _visible(page, ".harpe-high-water")
+            assert not _visible(page, ".harpe-plot-error")
+            assert page.locator(".harpe-compactions").first.inner_text().strip().isdigit()
+
+            page.locator(".harpe-explorer select").nth(1).select_option("summarizing")  # the strategy dropdown
+            page.locator(".harpe-plot-error").first.wait_for(state="visible", timeout=60_000)
+            text = page.locator(".harpe-plot-error").first.inner_text()
+            assert "summarizing (high_water=1,500, low_water=auto) on synthetic: no replay" in text
+            assert "StrategyError" in text
+            assert not _visible(page, ".harpe-plot")  # no stale picture of windowed
+            assert page.locator(".harpe-compactions").first.inner_text().strip() == "–"
+            assert _visible(page, ".harpe-high-water") and not _visible(page, ".harpe-budget")
+
+            page.locator(".harpe-explorer select").nth(1).select_option("windowed")
+            page.locator(".harpe-plot-error").first.wait_for(state="hidden", timeout=60_000)
+            assert _visible(page, ".harpe-plot")
+            assert page.locator(".harpe-compactions").first.inner_text().strip().isdigit()
+            assert errors == []
+            folder = os.environ.get("HARPE_LAB_SCREENSHOTS")
+            if folder:
+                page.locator(".harpe-explorer").first.screenshot(path=str(Path(folder) / "explorer_recovered.png"))
+        finally:
+            chromium.close()
