@@ -1,0 +1,168 @@
+"""Edit policies, and `EditContext`, which runs one through Harpe's context lifecycle.
+
+An *edit policy* rewrites old messages in place instead of dropping them: observation
+masking, tool-result clearing and tool-output trimming all send every message, with some
+tool results (and, for clearing, some tool-call inputs) replaced by a short stand-in. It is
+a frozen callable ``policy(messages) -> messages`` whose output has the input's length, and
+whose ``k``-th message is either the ``k``-th input (the same object) or a *new* message of
+the same kind standing in for it, with the same tool-call ids in the same order. So a tool
+call and its results keep their ids and their places: an edit never orphans one.
+
+`EditContext` keeps the whole transcript and renders ``policy(transcript)`` at every
+`compact`. The replay engine tells original messages from made-up ones by identity, so the
+context hands out *one* object per stand-in: when the policy returns a stand-in equal to the
+one it sent for the same original before, the earlier object is sent again, and a request
+that only grew reports ``compacted=False`` (the provider's cached prefix survives). A
+request that edited something it had already sent reports ``compacted=True``.
+
+A stand-in results message next to an unchanged call (or the reverse) is sent with a copy
+of its partner, equal in value: the engine pairs a call with its results by identity, so it
+would otherwise see an original call "separated" from its results. The copy counts as a
+made-up message in the frame (its tokens are in ``summary_tokens``, its original in
+``messages_dropped``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from itertools import chain
+from typing import Callable, Iterable, Sequence
+
+from ..errors import StrategyError
+from ..messages import AssistantMessage, Message, Rendered, ToolResults, Usage, UserInput
+from ..protocol import Compaction, Limit
+
+__all__ = ["EditPolicy", "check_edit", "EditContext"]
+
+EditPolicy = Callable[[Sequence[Message]], Sequence[Message]]
+"""Messages in; the same messages out, some replaced by stand-ins (see the module doc)."""
+
+_MESSAGE_TYPES = (UserInput, AssistantMessage, ToolResults)
+
+
+def _ids(m: Message) -> tuple[str, ...]:
+    if isinstance(m, AssistantMessage):
+        return tuple(c.id for c in m.calls)
+    if isinstance(m, ToolResults):
+        return tuple(r.id for r in m.results)
+    return ()
+
+
+def check_edit(before: Sequence[Message], after: Sequence[Message], policy: object) -> None:
+    """Raise `StrategyError` unless ``after`` is an edit of ``before``: the same length, and
+    each message the original or a stand-in of the same kind with the same tool-call ids."""
+    if len(after) != len(before):
+        raise StrategyError(
+            f"edit policy {policy!r} returned {len(after)} messages for {len(before)}; an edit "
+            "replaces messages in place and never drops or adds one"
+        )
+    for k, (m, o) in enumerate(zip(before, after)):
+        if o is m:
+            continue
+        if type(o) is not type(m) or _ids(o) != _ids(m):
+            raise StrategyError(
+                f"edit policy {policy!r} replaced message {k} ({type(m).__name__}, call ids "
+                f"{list(_ids(m))}) with {type(o).__name__} (call ids {list(_ids(o))}); a stand-in "
+                "must be the same kind of message with the same tool-call ids"
+            )
+
+
+class EditContext:
+    """Run an edit policy through Harpe's context lifecycle over a stored transcript.
+
+    Every `compact` renders ``Rendered(base_system, policy(transcript))``, checked with
+    `check_edit`. ``limit`` (a `harpe_lab.protocol.Limit`) is declared to the engine, for
+    overshoot to be measured against. `abort_turn` restores the transcript to before the turn
+    plus its user input, as Harpe's contexts do.
+    """
+
+    def __init__(self, base_system: str, policy: EditPolicy, *, limit: Limit | None = None,
+                 initial: Iterable[Message] = ()) -> None:
+        if not isinstance(base_system, str):
+            raise StrategyError(f"base_system must be a str, got {type(base_system).__name__}")
+        if not callable(policy):
+            raise StrategyError(f"policy must be callable messages -> messages, got {policy!r}")
+        if limit is not None and not isinstance(limit, Limit):
+            raise StrategyError(f"limit must be a harpe_lab.protocol.Limit or None, got {limit!r}")
+        start = list(initial)
+        for i, m in enumerate(start):
+            if not isinstance(m, _MESSAGE_TYPES):
+                raise TypeError(f"initial[{i}] is not a harpe_lab message: {m!r}")
+        self.base_system = base_system
+        self.policy = policy
+        self.limit = limit
+        self._transcript = start
+        self._marked = list(start)
+        self._turn_input: UserInput | None = None
+        self._sent: tuple[Message, ...] = ()
+        self._since: list[Message] = list(start)
+        # id(original) -> (original, the stand-in last sent for it); the original is held so
+        # its id cannot be reused by another object
+        self._standins: dict[int, tuple[Message, Message]] = {}
+        self._copies: dict[int, tuple[Message, Message]] = {}
+
+    @property
+    def transcript(self) -> tuple[Message, ...]:
+        """The whole stored history, unedited (a copy)."""
+        return tuple(self._transcript)
+
+    def begin_turn(self, input: UserInput) -> None:
+        if not isinstance(input, UserInput):
+            raise TypeError(f"begin_turn takes a UserInput, got {type(input).__name__}")
+        self._marked = list(self._transcript)
+        self._turn_input = input
+        self._transcript.append(input)
+        self._since.append(input)
+
+    def append(self, message: Message) -> None:
+        if not isinstance(message, _MESSAGE_TYPES):
+            raise TypeError(f"append takes a harpe_lab message, got {type(message).__name__}")
+        self._transcript.append(message)
+        self._since.append(message)
+
+    def _stable(self, memo: dict[int, tuple[Message, Message]], original: Message, new: Message) -> Message:
+        known = memo.get(id(original))
+        if known is not None and known[0] is original and known[1] == new:
+            return known[1]
+        memo[id(original)] = (original, new)
+        return new
+
+    def render(self) -> tuple[Message, ...]:
+        """What the next request carries (the policy applied, stand-ins made stable)."""
+        seq = tuple(self._transcript)
+        out = list(self.policy(seq))
+        check_edit(seq, out, self.policy)
+        for k, (m, o) in enumerate(zip(seq, out)):
+            if o is not m:
+                out[k] = self._stable(self._standins, m, o)
+        # a call and its results are both originals or both stand-ins (see the module doc)
+        for k in range(1, len(seq)):
+            call, results = seq[k - 1], seq[k]
+            if not (isinstance(call, AssistantMessage) and call.calls and isinstance(results, ToolResults)):
+                continue
+            if (out[k - 1] is call) != (out[k] is results):
+                j = k - 1 if out[k - 1] is call else k
+                out[j] = self._stable(self._copies, seq[j], dataclasses.replace(seq[j]))
+        return tuple(out)
+
+    def compact(self) -> Compaction:
+        out = self.render()
+        continues = len(out) == len(self._sent) + len(self._since) and all(
+            a is b for a, b in zip(out, chain(self._sent, self._since))
+        )
+        self._sent, self._since = out, []
+        return Compaction(Rendered(self.base_system, out), not continues)
+
+    def observe(self, usage: Usage) -> None:
+        pass
+
+    def commit_turn(self) -> None:
+        self._turn_input = None
+
+    def abort_turn(self) -> None:
+        self._transcript = self._marked + ([] if self._turn_input is None else [self._turn_input])
+        self._turn_input = None
+        self._since = []
+
+    def __repr__(self) -> str:
+        return f"EditContext({self.policy!r}, {len(self._transcript)} messages)"

@@ -1,0 +1,126 @@
+"""Observation masking: SWE-agent's ``LastNObservations`` history processor.
+
+Source read: SWE-agent/SWE-agent ``sweagent/agent/history_processors.py`` at commit
+318f9091d5f5522e2a3013b46623358e46157f7a (class ``LastNObservations``). Its semantics, as
+reproduced here:
+
+* the *observations* are the history entries with ``message_type == "observation"``: the
+  instance template (the task, the first observation) and the environment's output after
+  every action;
+* with ``k = len(observations)``, the observations ``observations[1 : max(0, (k // polling)
+  * polling - n)]`` have their content replaced by ``"Old environment output: (N lines
+  omitted)"`` (N is ``len(content.splitlines())``), followed by ``" (M images omitted)"``
+  when the output had images. The first observation is never elided ("it is the instance
+  template"); the last ``n`` are always kept;
+* ``polling``: the cut only moves when ``k`` crosses a multiple of ``polling``, so the
+  request's prefix (and the provider's prompt cache) changes once every ``polling`` steps;
+  between ``n`` and ``n + polling - 1`` observations are kept verbatim.
+
+Mapped onto harpe_lab's messages: the first `UserInput` is the instance template, and each
+`ToolResults` message is one observation (SWE-agent runs one action per step; when a step
+ran several tool calls, all their results are elided together, each with its own line
+count). Later user inputs are not observations and are never elided (SWE-agent has none).
+Image attachments of an elided result are dropped and counted. The tag options
+(``always_keep_output_for_tags`` / ``always_remove_output_for_tags``) are not modelled:
+harpe_lab messages carry no tags.
+
+One deviation, so that applying the policy to its own output changes nothing: a result
+whose content already is such a placeholder (and has no attachments) is left as it is.
+
+The JetBrains study "The Complexity Trap: Simple Observation Masking Is as Efficient as LLM
+Summarization for Agent Context Management" (Lindenbauer et al., 2025, arXiv:2508.21433)
+masks with a window of the last 10 observations: `LastNObservations.complexity_trap()`.
+SWE-agent's own default configuration (its original paper) uses ``n=5``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Sequence
+
+from ..errors import StrategyError
+from ..messages import Message, ToolResult, ToolResults, UserInput
+from .editing import EditContext
+
+__all__ = ["LastNObservations", "COMPLEXITY_TRAP_N", "elided", "masking_context"]
+
+COMPLEXITY_TRAP_N = 10
+"""The observation window of "The Complexity Trap" (Lindenbauer et al., 2025)."""
+
+_PLACEHOLDER = re.compile(r"Old environment output: \(\d+ lines omitted\)( \(\d+ images omitted\))?")
+
+
+def elided(result: ToolResult) -> ToolResult:
+    """``result`` as SWE-agent elides it: ``"Old environment output: (N lines omitted)"``,
+    plus ``" (M images omitted)"`` when it carried M image attachments (which are dropped).
+    The call id and the success flag are kept."""
+    images = sum(1 for a in result.attachments if a.mime.startswith("image/"))
+    text = f"Old environment output: ({len(result.content.splitlines())} lines omitted)"
+    if images > 0:
+        text += f" ({images} images omitted)"
+    return ToolResult(result.id, text, (), result.success)
+
+
+def _is_placeholder(result: ToolResult) -> bool:
+    return not result.attachments and _PLACEHOLDER.fullmatch(result.content) is not None
+
+
+def _check_int(name: str, value: object, minimum: int) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+        raise StrategyError(f"{name} must be an int >= {minimum}, got {value!r}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class LastNObservations:
+    """Keep the last ``n`` tool observations verbatim; elide older ones (SWE-agent).
+
+    A frozen edit policy (see `harpe_lab.strategies.editing`): it never mutates its input,
+    returns new `ToolResults` for the elided observations, and keeps every call id.
+    """
+
+    n: int
+    """Observations (tool rounds) kept verbatim, the newest ones."""
+    polling: int = 1
+    """Steps between moves of the cut: between ``n`` and ``n + polling - 1`` observations
+    are kept, and the request's prefix changes once every ``polling`` steps."""
+
+    def __post_init__(self) -> None:
+        _check_int("n", self.n, 1)
+        _check_int("polling", self.polling, 1)
+
+    @classmethod
+    def complexity_trap(cls, *, polling: int = 1) -> "LastNObservations":
+        """The window of "The Complexity Trap" (JetBrains, 2025): the last 10 observations."""
+        return cls(n=COMPLEXITY_TRAP_N, polling=polling)
+
+    def elided_positions(self, messages: Sequence[Message]) -> list[int]:
+        """Indices of the `ToolResults` messages this policy elides."""
+        observations: list[int] = []
+        template_seen = False
+        for i, m in enumerate(messages):
+            if isinstance(m, ToolResults):
+                observations.append(i)
+            elif isinstance(m, UserInput) and not template_seen:
+                template_seen = True
+                observations.append(-1 - i)  # the instance template: counted, never elided
+        k = len(observations)
+        last_removed = max(0, (k // self.polling) * self.polling - self.n)
+        return [i for i in observations[1:last_removed] if i >= 0]
+
+    def __call__(self, messages: Sequence[Message]) -> tuple[Message, ...]:
+        out = list(messages)
+        for i in self.elided_positions(out):
+            m = out[i]
+            if all(_is_placeholder(r) for r in m.results):
+                continue
+            results = tuple(r if _is_placeholder(r) else elided(r) for r in m.results)
+            out[i] = ToolResults(results, m.pinned)
+        return tuple(out)
+
+
+def masking_context(base_system: str, policy: LastNObservations) -> EditContext:
+    """A fresh lifecycle context that sends ``policy`` applied to the whole transcript."""
+    if not isinstance(policy, LastNObservations):
+        raise StrategyError(f"policy must be a LastNObservations, got {policy!r}")
+    return EditContext(base_system, policy)

@@ -1,0 +1,143 @@
+"""Tool output trimming: the OpenAI Agents SDK's ``ToolOutputTrimmer``.
+
+Source read: openai/openai-agents-python ``src/agents/extensions/tool_output_trimmer.py``,
+as released in ``openai-agents`` 0.24.0 on PyPI (and at commit 204b71a7 on GitHub: the same
+semantics for text outputs). Its semantics for string tool outputs, as reproduced here:
+
+* the *boundary* is the ``recent_turns``-th user message counted from the end; the items at
+  or after it are never modified. With fewer user messages than ``recent_turns``, or when
+  the boundary is the very first item, nothing is trimmed;
+* before the boundary, a tool output longer than ``max_output_chars`` characters (Python
+  ``len``, code points) is replaced by::
+
+      [Trimmed: {tool} output — {length} chars → {preview_chars} char preview]
+      {the first preview_chars characters}...
+
+  where ``{tool}`` is the name of the call it answers (``unknown_tool`` when the call is not
+  in the request) — unless that text would not be shorter than the output, which is then
+  kept;
+* ``trimmable_tools`` (a name or names): when given, only outputs of those tools are
+  trimmed; an output whose call is not in the request is then never trimmed;
+* it never mutates its input; only the output text changes (ids, order, the calls).
+
+Mapped onto harpe_lab's messages: a user message is a `UserInput` (tool results are not
+user messages in the SDK's input items), and each `ToolResult` is one
+``function_call_output``; attachments and the success flag are kept. The SDK's structured
+(list-of-parts) outputs and ``tool_search`` items have no counterpart here.
+
+Applying the trimmer to its own output changes nothing when a trimmed text fits
+``max_output_chars`` (as with the defaults); with ``preview_chars`` close to
+``max_output_chars`` the SDK trims its own preview again, and so does this reproduction.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable, Sequence
+
+from ..errors import StrategyError
+from ..messages import AssistantMessage, Message, ToolResult, ToolResults, UserInput
+from .editing import EditContext
+
+__all__ = ["ToolOutputTrimmer", "trimmed_text", "trimming_context"]
+
+
+def _check_int(name: str, value: object, minimum: int) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+        raise StrategyError(f"{name} must be an int >= {minimum}, got {value!r}")
+
+
+def trimmed_text(output: str, tool: str, preview_chars: int) -> str:
+    """The SDK's replacement for a trimmed text output of tool ``tool`` (``""``: unknown)."""
+    return (
+        f"[Trimmed: {tool or 'unknown_tool'} output — {len(output)} chars → "
+        f"{preview_chars} char preview]\n{output[:preview_chars]}..."
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolOutputTrimmer:
+    """Trim large tool outputs from turns older than the last ``recent_turns`` user
+    messages (the OpenAI Agents SDK's ``ToolOutputTrimmer``).
+
+    A frozen edit policy (see `harpe_lab.strategies.editing`): it never mutates its input,
+    returns new `ToolResults` where an output was trimmed, and keeps every call id.
+    """
+
+    recent_turns: int = 2
+    """User messages (with everything after them) that are never trimmed."""
+    max_output_chars: int = 500
+    """Outputs longer than this many characters are trimmed."""
+    preview_chars: int = 200
+    """Characters of the output kept as a preview."""
+    trimmable_tools: frozenset[str] | None = field(default=None)
+    """Tool names whose outputs may be trimmed (a name or an iterable of names, stored as a
+    frozenset); ``None``: every tool's."""
+
+    def __post_init__(self) -> None:
+        _check_int("recent_turns", self.recent_turns, 1)
+        _check_int("max_output_chars", self.max_output_chars, 1)
+        _check_int("preview_chars", self.preview_chars, 0)
+        tools = self.trimmable_tools
+        if tools is None:
+            return
+        if isinstance(tools, str):
+            tools = frozenset({tools})
+        elif isinstance(tools, (bytes, bytearray)) or not isinstance(tools, Iterable):
+            raise StrategyError(f"trimmable_tools must be a tool name, an iterable of names or None, got {tools!r}")
+        else:
+            tools = frozenset(tools)
+        bad = [t for t in tools if not isinstance(t, str)]
+        if bad:
+            raise StrategyError(f"trimmable_tools must hold tool names (str), got {bad[0]!r}")
+        object.__setattr__(self, "trimmable_tools", tools)
+
+    def boundary(self, messages: Sequence[Message]) -> int:
+        """Index of the first recent message: the ``recent_turns``-th user input from the
+        end, or 0 (nothing is old) when there are fewer."""
+        seen = 0
+        for i in range(len(messages) - 1, -1, -1):
+            if isinstance(messages[i], UserInput):
+                seen += 1
+                if seen >= self.recent_turns:
+                    return i
+        return 0
+
+    def _trim(self, result: ToolResult, names: dict[str, str]) -> ToolResult | None:
+        name = names.get(result.id, "")
+        if self.trimmable_tools is not None and (not name or name not in self.trimmable_tools):
+            return None
+        n = len(result.content)
+        if n <= self.max_output_chars:
+            return None
+        text = trimmed_text(result.content, name, self.preview_chars)
+        if len(text) >= n:
+            return None
+        return ToolResult(result.id, text, result.attachments, result.success)
+
+    def __call__(self, messages: Sequence[Message]) -> tuple[Message, ...]:
+        out = list(messages)
+        boundary = self.boundary(out)
+        if boundary == 0:
+            return tuple(out)
+        names: dict[str, str] = {}
+        for m in out:
+            if isinstance(m, AssistantMessage):
+                for c in m.calls:
+                    if c.id and c.name:
+                        names[c.id] = c.name
+        for i in range(boundary):
+            m = out[i]
+            if not isinstance(m, ToolResults):
+                continue
+            trimmed = [self._trim(r, names) for r in m.results]
+            if any(t is not None for t in trimmed):
+                out[i] = ToolResults(tuple(r if t is None else t for r, t in zip(m.results, trimmed)), m.pinned)
+        return tuple(out)
+
+
+def trimming_context(base_system: str, policy: ToolOutputTrimmer) -> EditContext:
+    """A fresh lifecycle context that sends ``policy`` applied to the whole transcript."""
+    if not isinstance(policy, ToolOutputTrimmer):
+        raise StrategyError(f"policy must be a ToolOutputTrimmer, got {policy!r}")
+    return EditContext(base_system, policy)
