@@ -1,0 +1,366 @@
+"""AutoGen's model contexts, replayed natively: `Buffered`, `HeadAndTail`, `TokenLimited`.
+
+Source: microsoft/autogen, ``python/packages/autogen-core/src/autogen_core/model_context/``
+(``_buffered_chat_completion_context.py``, ``_head_and_tail_chat_completion_context.py``,
+``_token_limited_chat_completion_context.py``) as released in **autogen-core 0.7.5** on PyPI,
+the version `harpe_lab.peers.autogen` runs in the differential tests. (The main branch read
+at commit 0b607df5 differs in one place, noted at `TokenLimited`.)
+
+One AutoGen ``LLMMessage`` stands for one harpe_lab message, so AutoGen's message counts are
+ours: `UserInput` is a ``UserMessage``; an `AssistantMessage` is an ``AssistantMessage``
+whose content is its text, or, when it calls tools, the list of ``FunctionCall`` s (its text
+is then the ``thought``); `ToolResults` — one tool round — is one
+``FunctionExecutionResultMessage``, as AutoGen's agents write it.
+
+Each policy is a frozen, keyword-only, validated callable ``policy(messages) -> messages``:
+
+* ``select(messages)`` is exactly what AutoGen's ``get_messages`` returns for a context
+  holding ``messages`` (`HeadAndTail`'s placeholder is a new `UserInput` each time);
+* ``policy(messages)`` is ``pair_up(policy.select(messages), messages)``: what we send.
+
+Where we deviate, and why (`pair_up`): AutoGen can send a request no provider accepts or no
+agent can use — results whose call was dropped, a call whose results were dropped
+(`TokenLimited` pops messages out of the middle), or no newest message at all (a one-message
+buffer or tail that holds only tool results, which AutoGen then drops; `TokenLimited` popping
+down to the first message). We send what AutoGen keeps, minus the tool results whose call is
+not right before them and the calls whose results are not right after them; and when the
+newest message is missing, it is put back at the end, preceded by the call it answers. So a
+request always ends with the newest message and the replay engine's invariant (a call is
+followed by its results, results never come without their call) holds.
+
+`ModelContext` runs a policy through Harpe's lifecycle for `harpe_lab.replay.replay`
+(``policy.context(system)`` builds one).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import chain
+from typing import Any, Callable, Iterable, Sequence
+
+from ..errors import StrategyError
+from ..messages import AssistantMessage, Message, Rendered, ToolResults, Usage, UserInput
+from ..protocol import Compaction, Limit
+
+__all__ = [
+    "Buffered",
+    "HeadAndTail",
+    "TokenLimited",
+    "ModelContext",
+    "pair_up",
+    "skipped_text",
+]
+
+_MESSAGE_TYPES = (UserInput, AssistantMessage, ToolResults)
+
+
+def _check_int(name: str, value: object, minimum: int) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+        raise StrategyError(f"{name} must be an int >= {minimum}, got {value!r}")
+
+
+def _seq(messages: Iterable[Message]) -> Sequence[Message]:
+    return messages if isinstance(messages, (list, tuple)) else tuple(messages)
+
+
+def _is_results(m: Message) -> bool:
+    """AutoGen's ``isinstance(m, FunctionExecutionResultMessage)``."""
+    return isinstance(m, ToolResults)
+
+
+def _is_calls(m: Message) -> bool:
+    """AutoGen's test for a function-call message: an ``AssistantMessage`` whose content is
+    a list of ``FunctionCall`` s — in our terms, an assistant message with tool calls."""
+    return isinstance(m, AssistantMessage) and bool(m.calls)
+
+
+def skipped_text(n: int) -> str:
+    """`HeadAndTail`'s placeholder text, AutoGen's exactly: ``"Skipped {n} messages."``."""
+    return f"Skipped {n} messages."
+
+
+def pair_up(sent: Sequence[Message], messages: Sequence[Message]) -> tuple[Message, ...]:
+    """What we send for AutoGen's selection ``sent`` out of the transcript ``messages``.
+
+    A call and its results are the pair the transcript holds: an assistant message with
+    tool calls and the `ToolResults` right after it. From ``sent`` we drop results whose
+    call is not right before them and calls whose results are not right after them; then,
+    when the request does not end with the transcript's newest message, the newest is put
+    back at the end, preceded by the call it answers. Messages that are not in the
+    transcript (a placeholder) pass unchanged. ``pair_up(pair_up(s, m), m) == pair_up(s, m)``.
+    """
+    msgs = _seq(messages)
+    call_of: dict[int, Message] = {}
+    results_of: dict[int, Message] = {}
+    for k in range(len(msgs) - 1):
+        m, nxt = msgs[k], msgs[k + 1]
+        if _is_calls(m) and isinstance(nxt, ToolResults):
+            results_of[id(m)] = nxt
+            call_of[id(nxt)] = m
+    out = tuple(sent)
+    n = len(out)
+    kept: list[Message] = []
+    for k, m in enumerate(out):
+        call = call_of.get(id(m))
+        if call is not None and (k == 0 or out[k - 1] is not call):
+            continue  # results without their call
+        res = results_of.get(id(m))
+        if res is not None and (k + 1 == n or out[k + 1] is not res):
+            continue  # a call without its results
+        kept.append(m)
+    if msgs and (not kept or kept[-1] is not msgs[-1]):
+        newest = msgs[-1]
+        call = call_of.get(id(newest))
+        unit = (newest,) if call is None else (call, newest)
+        kept = [m for m in kept if not any(m is u for u in unit)]
+        kept.extend(unit)
+    return tuple(kept)
+
+
+class _Policy:
+    """Shared by the three policies: ``__call__`` and ``context``."""
+
+    def select(self, messages: Sequence[Message]) -> tuple[Message, ...]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def __call__(self, messages: Iterable[Message]) -> tuple[Message, ...]:
+        seq = _seq(messages)
+        return pair_up(self.select(seq), seq)
+
+    def context(self, system: str = "") -> "ModelContext":
+        """This policy through Harpe's lifecycle, with the system prompt ``system``."""
+        return ModelContext(system, self)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Buffered(_Policy):
+    """AutoGen's ``BufferedChatCompletionContext``: the last ``buffer_size`` messages; when
+    the first of them is tool results, it is dropped.
+
+    Deviation (`pair_up`): with a window of only tool results (``buffer_size=1`` after a
+    tool round) AutoGen sends nothing; we send the results with their call. Never more than
+    ``buffer_size`` messages otherwise.
+    """
+
+    buffer_size: int
+
+    def __post_init__(self) -> None:
+        _check_int("buffer_size", self.buffer_size, 1)
+
+    def select(self, messages: Sequence[Message]) -> tuple[Message, ...]:
+        seq = _seq(messages)
+        window = tuple(seq[-self.buffer_size :])
+        if window and _is_results(window[0]):
+            window = window[1:]
+        return window
+
+
+@dataclass(frozen=True, kw_only=True)
+class HeadAndTail(_Policy):
+    """AutoGen's ``HeadAndTailChatCompletionContext``: the first ``head_size`` and the last
+    ``tail_size`` messages with a user message ``"Skipped N messages."`` between them, where
+    ``N = len(messages) - head_size - tail_size`` (AutoGen's count: it does not count the
+    call it drops from the head's end nor the results it drops from the tail's start). When
+    ``N <= 0`` every message is sent. A head that ends with a call loses that call; a tail
+    that starts with tool results loses them. The placeholder is a new `UserInput` at every
+    request (AutoGen's has ``source="System"``; ours is a plain user input).
+
+    Deviation (`pair_up`): a tail of only tool results (``tail_size=1`` after a tool round)
+    is empty in AutoGen, and its request ends with the placeholder; we end it with the
+    results and their call.
+    """
+
+    head_size: int
+    tail_size: int
+
+    def __post_init__(self) -> None:
+        _check_int("head_size", self.head_size, 1)
+        _check_int("tail_size", self.tail_size, 1)
+
+    def select(self, messages: Sequence[Message]) -> tuple[Message, ...]:
+        seq = _seq(messages)
+        skipped = len(seq) - self.head_size - self.tail_size
+        if skipped <= 0:
+            return tuple(seq)
+        head = tuple(seq[: self.head_size])
+        if head and _is_calls(head[-1]):
+            head = head[:-1]
+        tail = tuple(seq[-self.tail_size :])
+        if tail and _is_results(tail[0]):
+            tail = tail[1:]
+        return (*head, UserInput(skipped_text(skipped)), *tail)
+
+
+@dataclass(frozen=True, kw_only=True)
+class TokenLimited(_Policy):
+    """AutoGen's ``TokenLimitedChatCompletionContext`` with a ``token_limit``: while the
+    messages (with the tool schemas) count more than ``token_limit``, pop the message at
+    index ``len // 2`` — out of the middle, so what is dropped is one run of messages
+    between a kept head and a kept tail — then drop the first message if it is tool results.
+
+    Counting: AutoGen asks its model client's ``count_tokens(messages, tools=...)``; here
+    ``counter`` (a harpe_lab counter, e.g. ``TiktokenCounter("cl100k_base")``) prices the
+    messages as the replay does, ``counter.count_rendered(Rendered("", messages), tools)``:
+    messages with chat overhead, tool schemas, reply priming. The system prompt is not
+    counted — AutoGen's agents prepend it outside the model context — so the request goes
+    up to ``token_limit`` plus the system prompt; `within` sets the limit from a whole-request
+    budget. (``tools`` are OpenAI tool schemas, the replay's.) Every harpe_lab counter is
+    additive (fixed part + each message), so the pops cost O(1) each.
+
+    Deviations (`pair_up`): popping from the middle can split a call from its results;
+    AutoGen 0.7.5 sends both halves (the main branch, commit 0b607df5, drops orphaned
+    results and keeps the orphaned call); we drop both. When the first message and the
+    newest do not fit together AutoGen pops the newest (index ``2 // 2``) and then the first;
+    we put the newest back (with its call). So a request goes over ``token_limit`` only when
+    AutoGen's own selection lost the newest message or its call; the limit is a ``"target"``.
+    The no-limit mode (``remaining_tokens`` of a model's window) is not offered.
+    """
+
+    token_limit: int
+    counter: Any
+    tools: tuple = ()
+
+    def __post_init__(self) -> None:
+        _check_int("token_limit", self.token_limit, 1)
+        if not (callable(getattr(self.counter, "count_message", None))
+                and callable(getattr(self.counter, "count_rendered", None))):
+            raise StrategyError(
+                f"counter must be a harpe_lab token counter (count_message, count_rendered), e.g. "
+                f"harpe_lab.tokens.TiktokenCounter('cl100k_base'); got {self.counter!r}"
+            )
+        if isinstance(self.tools, (str, bytes)) or not isinstance(self.tools, Iterable):
+            raise StrategyError(f"tools must be a sequence of OpenAI tool schemas, got {self.tools!r}")
+        object.__setattr__(self, "tools", tuple(self.tools))
+
+    @classmethod
+    def within(cls, budget: int, *, counter: Any, system: str = "", tools: Iterable = ()) -> "TokenLimited":
+        """A `TokenLimited` whose requests, system prompt ``system`` included, aim at
+        ``budget`` tokens: ``token_limit`` is the budget less the system prompt's tokens."""
+        _check_int("budget", budget, 1)
+        probe = cls(token_limit=1, counter=counter, tools=tuple(tools))
+        room = budget - probe.system_tokens(system)
+        if room < 1:
+            raise StrategyError(
+                f"budget {budget:,} tokens leaves no room for messages: the system prompt alone takes "
+                f"{budget - room:,}; raise the budget"
+            )
+        return cls(token_limit=room, counter=counter, tools=probe.tools)
+
+    def system_tokens(self, system: str) -> int:
+        """What the system prompt ``system`` adds to a request, as ``counter`` prices it."""
+        c = self.counter
+        return int(c.count_rendered(Rendered(system, ()), self.tools)) - int(c.count_rendered(Rendered("", ()), self.tools))
+
+    def count(self, messages: Sequence[Message]) -> int:
+        """AutoGen's ``count_tokens(messages, tools)``, with our counter."""
+        return int(self.counter.count_rendered(Rendered("", tuple(messages)), self.tools))
+
+    def select(self, messages: Sequence[Message]) -> tuple[Message, ...]:
+        seq = _seq(messages)
+        n = len(seq)
+        price = self.counter.count_message
+        prices = [int(price(m)) for m in seq]
+        fixed = int(self.counter.count_rendered(Rendered("", ()), self.tools))
+        total = fixed + sum(prices)
+        # kept = seq[:a] + seq[n - b:]; AutoGen pops index (a + b) // 2, which is always
+        # seq[a - 1] or seq[n - b] (the pops grow one gap from the middle outwards)
+        a, b = n, 0
+        while total > self.token_limit and a + b > 0:
+            mid = (a + b) // 2
+            if b == 0 and a == n:  # the first pop opens the gap
+                a, b = mid, n - mid
+            if mid < a:
+                a -= 1
+                total -= prices[a]
+            else:
+                total -= prices[n - b]
+                b -= 1
+        kept = (*seq[:a], *seq[n - b :])
+        if kept and _is_results(kept[0]):
+            kept = kept[1:]
+        return kept
+
+    def context(self, system: str = "") -> "ModelContext":
+        """This policy through Harpe's lifecycle, declaring ``Limit(token_limit + the system
+        prompt's tokens, "target")``."""
+        limit = Limit(tokens=self.token_limit + self.system_tokens(system), kind="target")
+        return ModelContext(system, self, limit=limit)
+
+
+def _continues(sent: tuple[Message, ...], since: list[Message], new: tuple[Message, ...]) -> bool:
+    if len(new) != len(sent) + len(since):
+        return False
+    return all(a is b for a, b in zip(new, chain(sent, since)))
+
+
+class ModelContext:
+    """A policy (messages -> messages, possibly with made-up messages) through Harpe's
+    lifecycle — AutoGen's model context: it stores every message, and each request is
+    ``Rendered(system, policy(stored messages))``.
+
+    `compact` reports ``compacted=True`` exactly when the request is not the previous one
+    followed by the messages appended since. The policy's output must be non-empty and end
+    with the newest message. `abort_turn` forgets the turn's messages but keeps its user
+    input (as `harpe_lab.strategies.laser.PolicyContext` does). ``limit`` is declared for
+    overshoot to be measured against.
+    """
+
+    def __init__(self, system: str, policy: Callable[[Sequence[Message]], Sequence[Message]], *,
+                 limit: Limit | None = None) -> None:
+        if not isinstance(system, str):
+            raise StrategyError(f"system must be a str, got {type(system).__name__}")
+        if not callable(policy):
+            raise StrategyError(f"policy must be callable messages -> messages, got {policy!r}")
+        if limit is not None and not isinstance(limit, Limit):
+            raise StrategyError(f"limit must be a harpe_lab.protocol.Limit or None, got {limit!r}")
+        self.system = system
+        self.policy = policy
+        self.limit = limit
+        self._messages: list[Message] = []
+        self._marked: list[Message] = []
+        self._turn_input: UserInput | None = None
+        self._sent: tuple[Message, ...] = ()
+        self._since: list[Message] = []
+
+    @property
+    def messages(self) -> tuple[Message, ...]:
+        """Every stored message (a copy)."""
+        return tuple(self._messages)
+
+    def begin_turn(self, input: UserInput) -> None:
+        if not isinstance(input, UserInput):
+            raise TypeError(f"begin_turn takes a UserInput, got {type(input).__name__}")
+        self._marked = list(self._messages)
+        self._turn_input = input
+        self.append(input)
+
+    def append(self, message: Message) -> None:
+        if not isinstance(message, _MESSAGE_TYPES):
+            raise TypeError(f"append takes a harpe_lab message, got {type(message).__name__}")
+        self._messages.append(message)
+        self._since.append(message)
+
+    def compact(self) -> Compaction:
+        seq = tuple(self._messages)
+        out = tuple(self.policy(seq))
+        if seq and (not out or out[-1] is not seq[-1]):
+            raise StrategyError(
+                f"policy {self.policy!r} dropped the newest message; a request must end with it"
+            )
+        compacted = not _continues(self._sent, self._since, out)
+        self._sent, self._since = out, []
+        return Compaction(Rendered(self.system, out), compacted)
+
+    def observe(self, usage: Usage) -> None:
+        pass
+
+    def commit_turn(self) -> None:
+        self._turn_input = None
+
+    def abort_turn(self) -> None:
+        self._messages = self._marked + ([] if self._turn_input is None else [self._turn_input])
+        self._turn_input = None
+        self._since = []
+
+    def __repr__(self) -> str:
+        return f"ModelContext({self.policy!r}, {len(self._messages)} messages)"
