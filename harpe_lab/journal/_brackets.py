@@ -24,7 +24,7 @@ from ._records import Item, TurnData, TurnRecord, UsageRows, decode, decode_usag
 from ._sessionlog import SessionLog
 
 _NO_TURN = 1 << 30
-_REQUEST, _RESPONSE, _OLD_USAGE = Kind.REQUEST, Kind.RESPONSE, Kind.OLD_USAGE
+_REQUEST, _RESPONSE, _END, _USAGE, _OLD_USAGE = Kind.REQUEST, Kind.RESPONSE, Kind.END, Kind.USAGE, Kind.OLD_USAGE
 _TP_LEN = len(TURN_PREFIX)
 _new_item = tuple.__new__  # Item._make without the lookup: an Item from a plain tuple
 
@@ -226,9 +226,9 @@ class Assembler:
         lines = self.lines
         for item in span:
             kind, turns = item.kind, item.turns
-            if kind >= Kind.USAGE:
+            if kind >= _USAGE:
                 (own if turns == key else other).append(item)
-                if kind == Kind.USAGE:
+                if kind == _USAGE:
                     metering = True
             elif turns != key:
                 if len(turns) > k:  # a nested turn's record tells the scope order
@@ -236,7 +236,7 @@ class Assembler:
                         self.outer_first = True
                     elif turns[-k:] == key:
                         self.inner_first = True
-            elif kind == Kind.END:
+            elif kind == _END:
                 if end is None:
                     end = item
             else:

@@ -124,7 +124,7 @@ class Records(list):
 
 # --- what a reader holds ----------------------------------------------------------------------
 
-_STARTED = Kind.STARTED
+_STARTED, _USAGE = Kind.STARTED, Kind.USAGE
 
 
 class Item(NamedTuple):
@@ -213,7 +213,7 @@ def usages(items: Sequence[Item], metering: bool, lines: Lines) -> tuple[Usage, 
     ``harpe.metering.usage`` (``metering``), so no reply is counted twice."""
     out = []
     for item in items:
-        if metering and item.kind != Kind.USAGE:
+        if metering and item.kind != _USAGE:
             continue
         u = decode_usage(item, lines)
         if u is not None:
