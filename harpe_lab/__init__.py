@@ -60,7 +60,7 @@ _LAZY: dict[str, str] = {
     "RecordedCompaction": ".conversation",
     "Replay": ".replay",
     "ReplayEvent": ".replay",
-    "Pricing": ".pricing",
+    "Pricing": ".models",
     "Calibration": ".calibrate",
     "make_strategy": ".presets",
     "STRATEGIES": ".presets",

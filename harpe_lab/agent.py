@@ -28,14 +28,12 @@ from __future__ import annotations
 
 import collections.abc
 import contextvars
-import email.utils
 import inspect
 import json
 import mimetypes
 import os
 import re
 import threading
-import time
 import types
 import typing
 import weakref
@@ -47,6 +45,7 @@ from .context import FullContext
 from .protocol import ContextCompacted, DistillCall, ReportsEvents
 from .errors import AgentError
 from .journal import Journal, JsonlLogger, TurnData, TurnLog
+from .models import classify, reply_of, route, secrets_of, send, usage_of
 from .messages import (
     AssistantMessage,
     Attachment,
@@ -488,150 +487,33 @@ class Brain:
 
     def _route(self) -> tuple[str, str]:
         if self._provider is None:
-            explicit = self.kwargs.get("custom_llm_provider")
-            if explicit:
-                self._provider = (str(explicit), self.model)
-            elif "/" in self.model:
-                prefix, rest = self.model.split("/", 1)
-                self._provider = (prefix, rest)
-            else:
-                from ._litellm import litellm
-
-                try:
-                    name, provider, _, _ = litellm().get_llm_provider(self.model, api_base=self.kwargs.get("api_base"))
-                    self._provider = (str(provider), str(name))
-                except Exception:  # noqa: BLE001 - only a log label; the call itself reports the real error
-                    self._provider = ("", self.model)
+            self._provider = route(self.model, api_base=self.kwargs.get("api_base"),
+                                   custom_llm_provider=self.kwargs.get("custom_llm_provider"))
         return self._provider
 
     def complete(self, rendered: Rendered, *, tools: Sequence[Mapping[str, Any]] = (),
                  max_output_tokens: int = 8192) -> tuple[AssistantMessage, Usage]:
-        """One model call: send ``rendered`` (and ``tools``), return the reply and its usage.
-        litellm's exceptions propagate; `ask` classifies them."""
-        from ._litellm import litellm
-
-        module = litellm()
-        request: dict[str, Any] = {
-            "model": self.model,
-            "messages": strip_harpe_keys(to_openai(rendered)),
-            "max_tokens": max_output_tokens,
-            "num_retries": 0,
-            "max_retries": 0,
-        }
-        if tools:
-            request["tools"] = [dict(t) for t in tools]
-        response = module.completion(**request, **self.kwargs)
-        return self._reply(response), self._usage(response)
-
-    def _reply(self, response: Any) -> AssistantMessage:
-        choices = getattr(response, "choices", None) or []
-        if not choices:
-            raise _ProviderError("the provider returned no choices")
-        message = choices[0].message
-        text = message.content if isinstance(message.content, str) else ""
-        calls = []
-        for c in getattr(message, "tool_calls", None) or ():
-            raw = c.function.arguments
-            try:
-                parsed = json.loads(raw) if isinstance(raw, str) and raw.strip() else (raw or {})
-            except json.JSONDecodeError:
-                parsed = {"_raw": raw}  # a model can emit broken JSON; the tool then reports it
-            if not isinstance(parsed, dict):
-                parsed = {"_raw": raw}
-            calls.append(ToolCall(str(c.id or ""), str(c.function.name or ""), parsed))
-        return AssistantMessage(text, tuple(calls))
-
-    def _usage(self, response: Any) -> Usage:
-        u = getattr(response, "usage", None)
-
-        def num(obj: Any, name: str) -> int:
-            value = getattr(obj, name, None) if obj is not None else None
-            return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
-
-        details = getattr(u, "prompt_tokens_details", None)
-        return Usage(
-            input_tokens=num(u, "prompt_tokens"),
-            output_tokens=num(u, "completion_tokens"),
-            cache_read_tokens=num(details, "cached_tokens") or num(u, "cache_read_input_tokens"),
-            cache_write_tokens=num(u, "cache_creation_input_tokens"),
-            provider=self.provider,
-            model=str(getattr(response, "model", "") or self.model_name),
-        )
+        """One model call: send ``rendered`` (and ``tools``), return the reply and its usage
+        (zeros when the provider reported none). litellm's exceptions propagate; `ask`
+        classifies them (`harpe_lab.models.classify`)."""
+        response = send(self.model, strip_harpe_keys(to_openai(rendered)), tools=tools,
+                        max_tokens=max_output_tokens, **self.kwargs)
+        model = str(getattr(response, "model", "") or self.model_name)
+        usage = usage_of(response, provider=self.provider, model=model)
+        return reply_of(response), usage or Usage(0, provider=self.provider, model=model)
 
     def _secrets(self) -> list[str]:
-        """Credentials that must never reach a journal: key-like arguments, and the
-        provider keys litellm may read from the environment."""
-        named = [v for k, v in self.kwargs.items() if re.search(r"key|token|secret|password", k, re.I)]
-        named += [v for k, v in os.environ.items() if re.search(r"_(API_KEY|TOKEN|SECRET)$", k)]
-        return sorted({v for v in named if isinstance(v, str) and len(v) >= 4}, key=len, reverse=True)
+        """Credentials that must never reach a journal (`harpe_lab.models.secrets_of`)."""
+        return secrets_of(self.kwargs)
 
     def __repr__(self) -> str:
         shown = ", ".join(f"{k}={'***' if str(v) in self._secrets() else v!r}" for k, v in self.kwargs.items())
         return f"Brain({self.model!r}{', ' + shown if shown else ''})"
 
 
-class _ProviderError(Exception):
-    """A reply that cannot be used (fatal)."""
-
-
-_TRANSIENT_NAMES = ("Timeout", "APITimeoutError", "APIConnectionError", "ServiceUnavailableError",
-                    "InternalServerError", "BadGatewayError", "RateLimitError")
-
-
 def retry_delay(attempt: int) -> float:
     """Harpe's back-off before retry number ``attempt`` (1-based): 1, 2, 4, ... capped at 30 s."""
     return float(min(2 ** (attempt - 1), 30))
-
-
-def _status(exc: BaseException) -> int | None:
-    status = getattr(exc, "status_code", None)
-    return status if isinstance(status, int) else None
-
-
-def _retry_after(exc: BaseException) -> float | None:
-    """Seconds from a ``Retry-After`` header (seconds or an HTTP date), if the error has one."""
-    headers = getattr(exc, "litellm_response_headers", None)
-    if headers is None:
-        headers = getattr(getattr(exc, "response", None), "headers", None)
-    if headers is None:
-        return None
-    try:
-        value = headers.get("retry-after") or headers.get("Retry-After")
-    except AttributeError:
-        return None
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - time.time())
-
-
-def _transient(exc: BaseException) -> bool:
-    status = _status(exc)
-    if status is not None:
-        return status in (408, 429) or status >= 500
-    return any(c.__name__ in _TRANSIENT_NAMES for c in type(exc).__mro__) or isinstance(
-        exc, (TimeoutError, ConnectionError))
-
-
-def _detail(exc: BaseException, secrets: Sequence[str]) -> str:
-    """``"<ExceptionClass>: <message>"`` without litellm's repeated prefixes or any secret."""
-    name = type(exc).__name__
-    message = str(exc).strip()
-    # litellm writes "litellm.AuthenticationError: AuthenticationError: OpenAIException - ..."
-    message = re.sub(r"^litellm\.\w+:\s*", "", message)
-    if message.startswith(name + ":"):
-        message = message[len(name) + 1:].strip()
-    text = f"{name}: {message}" if message else name
-    for secret in secrets:
-        text = text.replace(secret, "***")
-    return text
 
 
 # --- the journal writer, or nothing ------------------------------------------------------------
@@ -699,8 +581,8 @@ def _fetch(brain: Brain, rendered: Rendered, tools: Sequence[Mapping[str, Any]],
             raise _Stopped() from None
         except Exception as exc:  # noqa: BLE001 - every provider failure is classified below
             interact.emit(ModelRequestEnded(attempt, False))
-            detail = _detail(exc, secrets)
-            retryable = _transient(exc)
+            failure = classify(exc, secrets)
+            detail, retryable = failure.detail, failure.transient
             log.model_failed(detail, provider=provider, model=model, retryable=retryable)
             if not retryable:
                 log.model_gave_up(detail, retries=0)
@@ -710,7 +592,7 @@ def _fetch(brain: Brain, rendered: Rendered, tools: Sequence[Mapping[str, Any]],
             if attempt > max_retries:
                 log.model_gave_up(detail, retries=max_retries)
                 raise _GaveUp(detail) from None
-            after = _retry_after(exc)
+            after = failure.retry_after
             delay = retry_delay(attempt) if after is None else after
             log.model_retried(detail, attempt=attempt, retry_in_seconds=delay)
             interact.emit(TransientError(detail, attempt, delay))

@@ -43,10 +43,9 @@ from .conversation import Conversation, Probe, Turn
 from .errors import EvaluationError, ModelError
 from .findable import Finding, Haystack, Passage, parse_timestamp
 from .messages import Message, Rendered, UserInput, strip_harpe_keys, to_openai
+from .models import CachedModel, Completion
 from .summarize import (
     ARTIFACT_CATEGORIES,
-    CachedModel,
-    Completion,
     _extract_ordered,
     _norm_ws,
     _WORD,

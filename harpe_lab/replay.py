@@ -60,7 +60,7 @@ from ._session import ProviderSession
 from .conversation import Conversation
 from .errors import HarpeLabError, StrategyError
 from .messages import AssistantMessage, Message, Rendered, ToolResults, Usage
-from .pricing import Pricing
+from .models import Pricing
 from .protocol import ContextCompacted, DeclaresLimit, DistillCall, HoldsSummary, Limit, ReportsEvents
 from .summarize import DistillFallback, DistillFallbackWarning
 from .tokens import REPLY_PRIMING

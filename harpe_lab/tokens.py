@@ -315,9 +315,9 @@ class LitellmCounter(_Counter):
         super().__init__()
 
     def _encode_len(self, text: str) -> int:
-        from ._litellm import litellm
+        from .models import count_tokens
 
-        return int(litellm().token_counter(model=self.model, text=text))
+        return count_tokens(self.model, text)
 
 
 class ScaledCounter(_Counter):

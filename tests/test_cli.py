@@ -219,7 +219,7 @@ class TestReplayOutput:
         code, out, _ = run(["replay", chat, "--pricing", "openai/gpt-4o", "--format", "json"], capsys)
         assert code == 0
         doc = json.loads(out)
-        from harpe_lab.pricing import Pricing
+        from harpe_lab.models import Pricing
 
         price = Pricing.for_model("openai/gpt-4o")
         inputs = sum(r["input_tokens"] for r in doc["requests"])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from harpe_lab.errors import StrategyError
-from harpe_lab.pricing import Pricing, suggest_models
+from harpe_lab.models import Pricing, suggest_models
 
 # a small table shaped like litellm's model_cost, with the distractors the field has
 TABLE = {

@@ -263,7 +263,7 @@ class TestColumns:
         assert row["cost_usd"] == pytest.approx(row["input_tokens"] * 1e-6 + 56 * 2e-6)
 
     def test_pricing_from_litellm_table(self):
-        from harpe_lab._litellm import litellm
+        from harpe_lab.models._litellm import litellm
 
         entry = litellm().model_cost["gpt-4o"]
         p = Pricing.for_model("openai/gpt-4o")

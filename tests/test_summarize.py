@@ -570,7 +570,7 @@ class TestLLMDistiller:
         assert d.totals()["input_tokens"] == 123 and d.totals()["calls"] == 1
 
     def test_a_known_model_is_priced_from_litellms_table(self, openai_server, tmp_path):
-        from harpe_lab._litellm import litellm
+        from harpe_lab.models._litellm import litellm
 
         openai_server.script(Reply.text("ok", prompt_tokens=1000, completion_tokens=100))
         d = llm(openai_server, tmp_path, model="openai/gpt-4o-mini")

@@ -405,7 +405,7 @@ class TestCountersAsValues:
             from harpe_lab.tokens import LitellmCounter
             c = pickle.loads(pickle.dumps(LitellmCounter("gpt-4o")))
             lazy = "litellm" not in sys.modules
-            from harpe_lab._litellm import litellm
+            from harpe_lab.models._litellm import litellm
             calls = []
             original = litellm().token_counter
             def spy(**kw):

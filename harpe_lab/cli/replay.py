@@ -225,7 +225,7 @@ def cli_replay(args: argparse.Namespace) -> int:
                          "drop --budget or choose a strategy with one (`harpe-lab replay --list`)")
     pricing = None
     if args.pricing is not None:
-        from ..pricing import Pricing
+        from ..models import Pricing
 
         try:
             pricing = Pricing.for_model(args.pricing)

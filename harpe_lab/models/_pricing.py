@@ -1,0 +1,117 @@
+"""Prices per token for one model, from litellm's bundled (offline) price table, and the
+price of one reply."""
+
+from __future__ import annotations
+
+import difflib
+import math
+import re
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from ..errors import StrategyError
+from ..messages import Usage
+
+__all__ = ["Pricing", "suggest_models", "reply_cost"]
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", name.lower())
+
+
+def _priced(entry: Any) -> bool:
+    return isinstance(entry, Mapping) and entry.get("input_cost_per_token") is not None
+
+
+def suggest_models(model: str, table: Mapping[str, Any], n: int = 5) -> list[str]:
+    """The names in litellm's price ``table`` closest to ``model``, best first, spelled so
+    that `Pricing.for_model` accepts them.
+
+    A name equal but for punctuation (``gpt4o`` → ``gpt-4o``) ranks first, then close names
+    of the provider ``model`` names (``openai/...``; litellm lists OpenAI's own models
+    without the prefix), then close names elsewhere; region and deployment paths
+    (``azure/eu/...``) rank below the plain name.
+    """
+    provider, _, name = model.rpartition("/") if "/" in model else ("", "", model)
+    provider = provider.split("/")[0].lower()
+    want = _norm(name)
+    matcher = difflib.SequenceMatcher(None)
+    matcher.set_seq2(want)  # b is cached; each candidate is set as a
+    scored: list[tuple[float, int, str]] = []
+    for key, entry in table.items():
+        if not _priced(entry):
+            continue
+        owner = str(entry.get("litellm_provider", "")).lower()
+        base = key.split("/", 1)[1] if key.lower().startswith(f"{owner}/") else key
+        got = _norm(base.rsplit("/", 1)[-1])
+        if not got or abs(len(got) - len(want)) > max(4, len(want)):
+            continue
+        matcher.set_seq1(got)
+        if matcher.real_quick_ratio() < 0.6 or matcher.quick_ratio() < 0.6:
+            continue
+        score = matcher.ratio() + (1.0 if got == want else 0.0)
+        if provider and owner == provider:
+            score += 0.3
+        score -= 0.15 * base.count("/")  # azure/eu/gpt-4o below gpt-4o
+        spelled = f"{provider}/{base}" if provider and owner == provider and "/" not in base else key
+        scored.append((score, -len(spelled), spelled))
+    out: list[str] = []
+    for _, _, spelled in sorted(scored, reverse=True):
+        if spelled not in out:
+            out.append(spelled)
+        if len(out) == n:
+            break
+    return out
+
+
+@dataclass(frozen=True)
+class Pricing:
+    """USD per token for one model, from litellm's bundled price table."""
+
+    model: str
+    input: float
+    output: float
+    cache_read: float
+
+    @classmethod
+    def for_model(cls, model: str) -> "Pricing":
+        """Look ``model`` up in litellm's offline price table (``openai/gpt-4o`` or ``gpt-4o``)."""
+        if not isinstance(model, str) or not model.strip():
+            raise StrategyError(f"model must be a model name such as 'openai/gpt-4o', but {model!r} was passed")
+        from ._litellm import litellm
+
+        table = litellm().model_cost
+        for key in (model, model.split("/", 1)[-1]):
+            entry = table.get(key)
+            if _priced(entry):
+                inp = float(entry["input_cost_per_token"])
+                out = float(entry.get("output_cost_per_token") or 0.0)
+                cache = entry.get("cache_read_input_token_cost")
+                return cls(model, inp, out, inp if cache is None else float(cache))
+        close = suggest_models(model, table)
+        hint = f"did you mean {', '.join(close)}? " if close else "no similar name either. "
+        raise StrategyError(
+            f"no price for model {model!r} in litellm's offline price table; {hint}"
+            "Use a name from that table, or give the prices yourself: Pricing(model, input=..., output=..., "
+            "cache_read=...) in USD per token"
+        )
+
+
+def reply_cost(model: str, usage: Usage | None) -> float:
+    """The price in USD of one reply's ``usage`` by litellm's offline table; NaN when there is
+    no usage or the table does not know ``model`` (an unknown price is never 0)."""
+    if usage is None:
+        return math.nan
+    from ._litellm import litellm
+
+    lm = litellm()
+    try:
+        inp, out = lm.cost_per_token(
+            model=model,
+            prompt_tokens=usage.input_tokens,
+            completion_tokens=usage.output_tokens,
+            cache_read_input_tokens=usage.cache_read_tokens,
+        )
+    except lm.exceptions.ModelNotMappedError:
+        return math.nan
+    return float(inp) + float(out)
