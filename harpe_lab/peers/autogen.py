@@ -230,6 +230,8 @@ class AutogenContext:
         self._turn_input: UserInput | None = None
         self._sent: tuple[Message, ...] = ()
         self._since: list[Message] = []
+        self.last_selection: tuple[Message, ...] = ()
+        """What AutoGen's ``get_messages()`` returned for the last request, as our messages."""
 
     @property
     def model_context(self) -> Any:
@@ -255,7 +257,8 @@ class AutogenContext:
         self._since.append(message)
 
     def compact(self) -> Compaction:
-        out = pair_up(self.select(), self._messages)
+        self.last_selection = self.select()
+        out = pair_up(self.last_selection, self._messages)
         n, s = len(out), len(self._sent)
         continues = n == s + len(self._since) and all(a is b for a, b in zip(out, chain(self._sent, self._since)))
         self._sent, self._since = out, []

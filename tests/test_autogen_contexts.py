@@ -1,0 +1,478 @@
+"""AutoGen's model contexts: the native policies (harpe_lab.strategies.autogen) against
+autogen-core's own code (harpe_lab.peers.autogen), validation, and properties."""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from harpe_lab.conversation import Conversation, Turn
+from harpe_lab.datasets import list_datasets, load
+from harpe_lab.errors import StrategyError
+from harpe_lab.messages import AssistantMessage, Rendered, ToolCall, ToolResult, ToolResults, UserInput
+from harpe_lab.protocol import DeclaresLimit, Limit
+from harpe_lab.replay import replay
+from harpe_lab.strategies.autogen import Buffered, HeadAndTail, ModelContext, TokenLimited, pair_up, skipped_text
+from harpe_lab.tokens import ApproxCounter, TiktokenCounter
+
+REAL = Path(__file__).resolve().parents[2] / "shared" / "data" / "real"
+COUNTER = TiktokenCounter("cl100k_base")
+
+# --- tiny builders ------------------------------------------------------------------------
+
+
+def _user(text: str = "hi") -> UserInput:
+    return UserInput(text)
+
+
+def _reply(text: str = "ok", *calls: ToolCall) -> AssistantMessage:
+    return AssistantMessage(text, calls)
+
+
+def _call(id: str, name: str = "lookup", **input: object) -> ToolCall:
+    return ToolCall(id, name, input)
+
+
+def _results(*ids: str, content: str = "r") -> ToolResults:
+    return ToolResults(tuple(ToolResult(i, content) for i in ids))
+
+
+def _round(id: str, content: str = "r") -> list:
+    """A reply that calls one tool, and its result."""
+    return [_reply("", _call(id)), _results(id, content=content)]
+
+
+def _autogen_token_limited(policy: TokenLimited, messages: list) -> tuple:
+    """AutoGen 0.7.5's loop, literally: pop index len // 2 while the count is over the
+    limit, then drop a leading tool-results message."""
+    msgs = list(messages)
+    while policy.count(msgs) > policy.token_limit and msgs:
+        msgs.pop(len(msgs) // 2)
+    if msgs and isinstance(msgs[0], ToolResults):
+        msgs = msgs[1:]
+    return tuple(msgs)
+
+
+# --- validation ---------------------------------------------------------------------------
+
+
+class TestValidation:
+    @pytest.mark.parametrize("bad", [0, -1, True, 2.5, "3", None])
+    def test_buffer_size(self, bad):
+        with pytest.raises(StrategyError, match=f"buffer_size must be an int >= 1, got {bad!r}"):
+            Buffered(buffer_size=bad)
+
+    @pytest.mark.parametrize("field", ["head_size", "tail_size"])
+    @pytest.mark.parametrize("bad", [0, -3, False, 1.0])
+    def test_head_and_tail(self, field, bad):
+        knobs = {"head_size": 2, "tail_size": 2, field: bad}
+        with pytest.raises(StrategyError, match=f"{field} must be an int >= 1, got {bad!r}"):
+            HeadAndTail(**knobs)
+
+    @pytest.mark.parametrize("bad", [0, -100, True, 10.0, "4000"])
+    def test_token_limit(self, bad):
+        with pytest.raises(StrategyError, match=f"token_limit must be an int >= 1, got {bad!r}"):
+            TokenLimited(token_limit=bad, counter=COUNTER)
+
+    def test_counter_and_tools(self):
+        with pytest.raises(StrategyError, match="counter must be a harpe_lab token counter.*got 'cl100k_base'"):
+            TokenLimited(token_limit=10, counter="cl100k_base")
+        with pytest.raises(StrategyError, match="tools must be a sequence of OpenAI tool schemas, got 'search'"):
+            TokenLimited(token_limit=10, counter=COUNTER, tools="search")
+
+    def test_keyword_only_and_frozen(self):
+        with pytest.raises(TypeError):
+            Buffered(3)  # type: ignore[misc]
+        policy = HeadAndTail(head_size=1, tail_size=2)
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            policy.head_size = 5  # type: ignore[misc]
+        assert TokenLimited(token_limit=5, counter=COUNTER, tools=[{"type": "function", "function": {}}]).tools == (
+            {"type": "function", "function": {}},
+        )
+
+    def test_within_a_budget_too_small_for_the_system_prompt(self):
+        with pytest.raises(StrategyError, match="budget 5 tokens leaves no room for messages.*raise the budget"):
+            TokenLimited.within(5, counter=COUNTER, system="a long system prompt " * 5)
+        with pytest.raises(StrategyError, match="budget must be an int >= 1, got 0"):
+            TokenLimited.within(0, counter=COUNTER)
+
+    def test_model_context(self):
+        with pytest.raises(StrategyError, match="limit must be a harpe_lab.protocol.Limit or None, got 100"):
+            ModelContext("", Buffered(buffer_size=2), limit=100)  # type: ignore[arg-type]
+        with pytest.raises(StrategyError, match="policy must be callable"):
+            ModelContext("", 3)  # type: ignore[arg-type]
+
+
+# --- each policy, by hand -----------------------------------------------------------------
+
+
+class TestBuffered:
+    def test_the_last_n_messages(self):
+        msgs = [_user(f"m{i}") for i in range(6)]
+        assert Buffered(buffer_size=4)(msgs) == tuple(msgs[2:])
+        assert Buffered(buffer_size=10)(msgs) == tuple(msgs)
+
+    def test_a_window_starting_with_results_drops_them(self):
+        msgs = [_user(), *_round("a"), _user("next")]
+        assert Buffered(buffer_size=2).select(msgs) == (msgs[3],)
+        assert Buffered(buffer_size=2)(msgs) == (msgs[3],)
+
+    def test_one_message_of_results_is_sent_with_its_call(self):
+        msgs = [_user(), *_round("a")]
+        assert Buffered(buffer_size=1).select(msgs) == ()  # AutoGen sends nothing
+        assert Buffered(buffer_size=1)(msgs) == tuple(msgs[1:])  # we send the pair
+
+    def test_does_not_change_its_input_and_applying_twice_changes_nothing(self):
+        msgs = [_user(), *_round("a"), *_round("b"), _user("u")]
+        copy = list(msgs)
+        once = Buffered(buffer_size=3)(msgs)
+        assert msgs == copy and Buffered(buffer_size=3)(once) == once
+
+
+class TestHeadAndTail:
+    def test_autogens_placeholder_and_count(self):
+        msgs = [_user(f"m{i}") for i in range(10)]
+        out = HeadAndTail(head_size=2, tail_size=3)(msgs)
+        assert out[:2] == tuple(msgs[:2]) and out[3:] == tuple(msgs[7:])
+        assert out[2] == UserInput("Skipped 5 messages.") == UserInput(skipped_text(5))
+
+    def test_all_messages_when_head_and_tail_cover_them(self):
+        msgs = [_user(f"m{i}") for i in range(5)]
+        assert HeadAndTail(head_size=2, tail_size=3)(msgs) == tuple(msgs)
+
+    def test_a_head_ending_in_a_call_loses_it_and_the_count_does_not_say_so(self):
+        msgs = [_user(), *_round("a"), _user("x"), _user("y"), *_round("b")]
+        # head = [user, call a] -> the call is dropped; tail = [call b, results b]
+        out = HeadAndTail(head_size=2, tail_size=2)(msgs)
+        assert out == (msgs[0], UserInput("Skipped 3 messages."), *msgs[5:])
+
+    def test_a_tail_starting_with_results_loses_them(self):
+        msgs = [_user(), _user("x"), *_round("a"), _user("y")]
+        out = HeadAndTail(head_size=1, tail_size=2)(msgs)
+        assert out == (msgs[0], UserInput("Skipped 2 messages."), msgs[4])
+
+    def test_a_one_message_tail_of_results_is_sent_with_its_call(self):
+        msgs = [_user(), _user("x"), _user("y"), *_round("a")]
+        policy = HeadAndTail(head_size=1, tail_size=1)
+        assert policy.select(msgs) == (msgs[0], UserInput("Skipped 3 messages."))  # AutoGen ends with the placeholder
+        assert policy(msgs) == (msgs[0], UserInput("Skipped 3 messages."), *msgs[3:])
+
+    def test_the_placeholder_is_a_new_message_every_time(self):
+        msgs = [_user(f"m{i}") for i in range(6)]
+        policy = HeadAndTail(head_size=1, tail_size=1)
+        a, b = policy(msgs)[1], policy(msgs)[1]
+        assert a == b and a is not b and all(a is not m for m in msgs)
+
+
+class TestTokenLimited:
+    def test_pops_from_the_middle(self):
+        msgs = [_user(f"message {i}") for i in range(9)]
+        limit = TokenLimited(token_limit=1, counter=COUNTER).count(msgs[:6])  # room for six
+        policy = TokenLimited(token_limit=limit, counter=COUNTER)
+        out = policy(msgs)
+        # 9 left: pop index 4 (m4); 8 left: index 4 (m5); 7 left: index 3 (m3)
+        assert out == (*msgs[:3], *msgs[6:])
+        assert out == _autogen_token_limited(policy, msgs)
+
+    def test_counts_with_our_counter_and_the_tools(self):
+        tools = ({"type": "function", "function": {"name": "lookup", "parameters": {"type": "object"}}},)
+        msgs = [_user("a" * 50), _user("b" * 50)]
+        policy = TokenLimited(token_limit=100, counter=COUNTER, tools=tools)
+        assert policy.count(msgs) == COUNTER.count_rendered(Rendered("", tuple(msgs)), tools)
+        assert policy.system_tokens("be brief") == COUNTER.count_system("be brief")
+
+    def test_a_split_pair_is_dropped_on_both_sides(self):
+        msgs = [_user("first"), *_round("a", "x" * 40), *_round("b", "y" * 40), _user("last")]
+        limit = COUNTER.count_rendered(Rendered("", (msgs[0], msgs[1], msgs[4], msgs[5])))
+        policy = TokenLimited(token_limit=limit, counter=COUNTER)
+        # AutoGen pops results a (index 2), then call b (index 3): [first, call a, results b, last]
+        assert policy.select(msgs) == (msgs[0], msgs[1], msgs[4], msgs[5])
+        assert policy(msgs) == (msgs[0], msgs[5])
+
+    def test_the_newest_message_is_put_back(self):
+        msgs = [_user("first " * 30), _user("newest " * 30)]
+        policy = TokenLimited(token_limit=20, counter=COUNTER)
+        assert policy.select(msgs) == ()  # AutoGen pops the newest, then the first
+        assert policy(msgs) == (msgs[1],)
+        pair = [_user("first " * 30), *_round("a", "result " * 30)]
+        assert policy(pair) == tuple(pair[1:])
+        roomier = TokenLimited(token_limit=40, counter=COUNTER)  # the first fits alone
+        assert roomier.select(msgs) == (msgs[0],)
+        assert roomier(msgs) == tuple(msgs), "put back after what AutoGen kept, over the limit"
+        assert roomier.count(msgs) > 40
+
+    def test_within_a_budget_declares_it(self):
+        policy = TokenLimited.within(500, counter=COUNTER, system="be brief")
+        assert policy.token_limit == 500 - COUNTER.count_system("be brief")
+        assert policy.context("be brief").limit == Limit(tokens=500, kind="target")
+
+
+class TestPairUp:
+    def test_keeps_a_valid_request(self):
+        msgs = [_user(), *_round("a"), _user("u")]
+        assert pair_up(msgs, msgs) == tuple(msgs)
+
+    def test_drops_orphans_and_puts_the_newest_back(self):
+        msgs = [_user(), *_round("a"), *_round("b")]
+        assert pair_up([msgs[0], msgs[2], msgs[3]], msgs) == (msgs[0], msgs[3], msgs[4])
+        assert pair_up([msgs[0], msgs[1]], msgs) == (msgs[0], msgs[3], msgs[4])
+
+    def test_made_up_messages_pass(self):
+        msgs = [_user(), _user("x")]
+        note = UserInput("Skipped 1 messages.")
+        assert pair_up([msgs[0], note, msgs[1]], msgs) == (msgs[0], note, msgs[1])
+
+    def test_idempotent(self):
+        msgs = [_user(), *_round("a"), *_round("b")]
+        once = pair_up([msgs[2], msgs[3]], msgs)
+        assert pair_up(once, msgs) == once
+
+
+class TestModelContext:
+    def test_compacted_only_when_the_window_moves(self):
+        ctx = Buffered(buffer_size=3).context("sys")
+        ctx.begin_turn(_user("q"))
+        first = ctx.compact()
+        assert first.rendered.system == "sys" and not first.compacted
+        a, r = _round("a")
+        ctx.append(a)
+        ctx.append(r)
+        assert not ctx.compact().compacted  # [q, a, r]: the previous request plus two
+        a2, r2 = _round("b")
+        ctx.append(a2)
+        ctx.append(r2)
+        assert ctx.compact().compacted  # the window moved
+
+    def test_abort_keeps_the_user_input(self):
+        ctx = Buffered(buffer_size=10).context()
+        ctx.begin_turn(_user("q1"))
+        ctx.compact()
+        ctx.append(_reply("a1"))
+        ctx.commit_turn()
+        q2 = _user("q2")
+        ctx.begin_turn(q2)
+        ctx.append(_reply("lost"))
+        ctx.abort_turn()
+        assert [m.text for m in ctx.messages] == ["q1", "a1", "q2"]
+
+    def test_declares_a_limit_only_with_tokens(self):
+        assert Buffered(buffer_size=2).context().limit is None
+        assert HeadAndTail(head_size=1, tail_size=1).context().limit is None
+        ctx = TokenLimited(token_limit=100, counter=COUNTER).context("sys")
+        assert isinstance(ctx, DeclaresLimit)
+        assert ctx.limit == Limit(tokens=100 + COUNTER.count_system("sys"), kind="target")
+
+
+# --- properties, through the replay engine ------------------------------------------------
+
+
+@st.composite
+def _conversations(draw):
+    turns = []
+    for t in range(draw(st.integers(1, 5))):
+        msgs = []
+        for r in range(draw(st.integers(0, 4))):
+            ids = [f"t{t}r{r}c{k}" for k in range(draw(st.integers(1, 2)))]
+            msgs.append(_reply("r" * draw(st.integers(0, 20)), *[_call(i) for i in ids]))
+            msgs.append(_results(*ids, content="c" * draw(st.integers(0, 120))))
+        msgs.append(_reply(f"final {t} " + "f" * draw(st.integers(0, 30))))
+        outcome = draw(st.sampled_from(["answered", "answered", "answered", "interrupted"]))
+        turns.append(Turn(_user(f"u{t} " + "u" * draw(st.integers(0, 60))), tuple(msgs), outcome=outcome))
+    return Conversation(tuple(turns))
+
+
+_policies = st.one_of(
+    st.builds(lambda n: Buffered(buffer_size=n), st.integers(1, 10)),
+    st.builds(lambda h, t: HeadAndTail(head_size=h, tail_size=t), st.integers(1, 5), st.integers(1, 6)),
+    st.builds(lambda n: TokenLimited(token_limit=n, counter=ApproxCounter()), st.integers(1, 200)),
+)
+
+
+def _logged(policy, log, system=""):
+    """A factory of contexts running ``policy``, logging each transcript it is given."""
+
+    def run(messages):
+        log.append(tuple(messages))
+        return policy(messages)
+
+    limit = policy.context(system).limit
+    return lambda: ModelContext(system, run, limit=limit)
+
+
+class TestProperties:
+    @settings(max_examples=200, deadline=None)
+    @given(_conversations(), _policies)
+    def test_valid_requests_with_the_newest_message_within_the_limits(self, conv, policy):
+        log: list = []
+        counter = ApproxCounter()
+        r = replay(conv, _logged(policy, log, "system"), counter=counter)  # the engine checks pairs and emptiness
+        assert len(log) == len(r)
+        for i in range(len(r)):
+            sent = r.rendered(i).messages
+            transcript = log[i]
+            assert sent and sent[-1] is transcript[-1], "the newest message is sent"
+            assert r.sent_ids(i)[-1] == r.available_ids(i)[-1]
+            for k, m in enumerate(sent):
+                if isinstance(m, ToolResults):
+                    assert k and [c.id for c in sent[k - 1].calls] == [x.id for x in m.results]
+                if isinstance(m, AssistantMessage) and m.calls:
+                    assert k + 1 < len(sent) and isinstance(sent[k + 1], ToolResults)
+            raw = policy.select(transcript)
+            put_back = not raw or raw[-1] is not transcript[-1] or (
+                isinstance(transcript[-1], ToolResults) and (len(raw) < 2 or raw[-2] is not transcript[-2])
+            )
+            if not put_back and not isinstance(policy, HeadAndTail):
+                assert policy(sent) == sent, "applying it to its own request changes nothing"
+            if isinstance(policy, Buffered):
+                assert len(sent) <= policy.buffer_size or (put_back and len(sent) <= 2)
+            elif isinstance(policy, HeadAndTail):
+                assert len(sent) <= policy.head_size + policy.tail_size + 1 + put_back
+            else:
+                over = r.requests["overshoot_tokens"].iloc[i]
+                assert over == 0 or put_back, "over the limit only when AutoGen lost the newest message"
+
+    @settings(max_examples=200, deadline=None)
+    @given(_conversations(), st.integers(1, 300))
+    def test_token_limited_is_autogens_loop(self, conv, limit):
+        policy = TokenLimited(token_limit=limit, counter=ApproxCounter())
+        msgs = list(conv.messages())
+        for k in range(1, len(msgs) + 1):
+            assert policy.select(msgs[:k]) == _autogen_token_limited(policy, msgs[:k])
+
+
+# --- the same requests from autogen-core's own code ---------------------------------------
+
+
+@pytest.fixture(scope="module")
+def peer():
+    pytest.importorskip("autogen_core", reason="autogen-core is not installed: pip install harpe_lab[peers]")
+    from harpe_lab.peers import autogen
+
+    return autogen
+
+
+def _pairs(peer, conv_peak: int):
+    """(native factory, peer factory) for each strategy and setting compared."""
+    limit = max(50, conv_peak // 3)
+    return {
+        "buffered-1": (lambda: Buffered(buffer_size=1).context("sys"), lambda: peer.buffered("sys", buffer_size=1)),
+        "buffered-7": (lambda: Buffered(buffer_size=7).context("sys"), lambda: peer.buffered("sys", buffer_size=7)),
+        "head-and-tail-3-5": (lambda: HeadAndTail(head_size=3, tail_size=5).context("sys"),
+                              lambda: peer.head_and_tail("sys", head_size=3, tail_size=5)),
+        "head-and-tail-2-1": (lambda: HeadAndTail(head_size=2, tail_size=1).context("sys"),
+                              lambda: peer.head_and_tail("sys", head_size=2, tail_size=1)),
+        "token-limited": (lambda: TokenLimited(token_limit=limit, counter=COUNTER).context("sys"),
+                          lambda: peer.token_limited("sys", token_limit=limit, counter=COUNTER)),
+    }
+
+
+def _peak(conv) -> int:
+    return int(replay(conv, lambda: Buffered(buffer_size=10**9).context("sys"), counter=COUNTER)
+               .requests["input_tokens"].max())
+
+
+class _Recording:
+    """Delegates the lifecycle to an `AutogenContext` and records, at every request,
+    AutoGen's own selection (before `pair_up`)."""
+
+    def __init__(self, inner, raws):
+        self.inner, self.raws, self.limit = inner, raws, inner.limit
+
+    def begin_turn(self, input):
+        self.inner.begin_turn(input)
+
+    def append(self, message):
+        self.inner.append(message)
+
+    def compact(self):
+        out = self.inner.compact()
+        self.raws.append(self.inner.last_selection)
+        return out
+
+    def observe(self, usage):
+        self.inner.observe(usage)
+
+    def commit_turn(self):
+        self.inner.commit_turn()
+
+    def abort_turn(self):
+        self.inner.abort_turn()
+
+
+def _same_requests(peer, conv, which=None):
+    """Native and AutoGen's own code send the same request at every index, and AutoGen's
+    raw selection is the native ``select`` of the same transcript at every request."""
+    cut = 0
+    for name, (native, theirs) in _pairs(peer, _peak(conv)).items():
+        if which is not None and name not in which:
+            continue
+        log: list = []
+        raws: list = []
+        policy = native().policy
+        a = replay(conv, _logged(policy, log, "sys"), counter=COUNTER)
+        b = replay(conv, lambda theirs=theirs: _Recording(theirs(), raws), counter=COUNTER)
+        assert len(a) == len(b) == len(log) == len(raws)
+        for i in range(len(a)):
+            assert raws[i] == policy.select(log[i]), f"{name} on {conv.id}: AutoGen selects otherwise at request {i}"
+            assert a.rendered(i) == b.rendered(i), f"{name} on {conv.id}: request {i} differs"
+        fa, fb = a.requests.drop(columns="strategy"), b.requests.drop(columns="strategy")
+        assert fa.equals(fb), f"{name} on {conv.id}: the frames differ"
+        assert a.limit == b.limit
+        cut += int(fa["messages_dropped"].max() > 0)
+    assert cut, f"no strategy cut anything on {conv.id}: the comparison would prove nothing"
+
+
+class TestSameAsAutogen:
+    @pytest.mark.parametrize("name", list_datasets())
+    def test_bundled(self, peer, name):
+        _same_requests(peer, load(name))
+
+    def test_counting_client_counts_like_the_native(self, peer):
+        msgs = list(load("coding_agent").messages())[:12]
+        tools = ({"type": "function", "function": {"name": "run", "description": "d", "parameters": {}}},)
+        policy = TokenLimited(token_limit=10, counter=COUNTER, tools=tools)
+        client = peer.CountingClient(COUNTER)
+        assert client.count_tokens([peer.to_autogen(m) for m in msgs], tools=[t["function"] for t in tools]) == \
+            policy.count(msgs)
+
+    def test_round_trip_of_messages(self, peer):
+        msgs = [_user("q"), _reply("thinking", _call("a", q=1)), _results("a"), _reply("done")]
+        assert tuple(peer.from_autogen_any(peer.to_autogen(m)) for m in msgs) == tuple(msgs)
+
+    def test_a_missing_extra_says_what_to_install(self):
+        code = ("import sys; sys.modules['autogen_core'] = None\n"
+                "try:\n    import harpe_lab.peers.autogen\nexcept ImportError as e:\n    print(e)")
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+        assert "pip install harpe_lab[peers]" in out
+
+
+def _real(kind: str, name: str, **options):
+    path = REAL / kind / name
+    if not path.exists():
+        pytest.skip(f"real data {path} is absent")
+    from harpe_lab.importers import load_any
+
+    return load_any(path, **options)
+
+
+@pytest.mark.real_data
+class TestSameAsAutogenOnRealSessions:
+    @pytest.mark.parametrize("kind, name, options", [
+        ("swe_agent", "demonstrations__ctf__crypto__eps.traj", {}),
+        ("swe_agent", "demonstrations__ctf__crypto__katy.traj", {}),
+        ("tau_bench", "gpt-4o-airline.json", {"index": 0}),
+        ("claude_code", "subagent.jsonl", {}),
+    ])
+    def test_real(self, peer, kind, name, options):
+        _same_requests(peer, _real(kind, name, **options))
+
+    @pytest.mark.slow
+    def test_a_long_claude_code_session(self, peer):
+        conv = _real("claude_code", "258c7280-ae70-4798-800f-63464d01a85d.jsonl")
+        _same_requests(peer, conv, which={"buffered-7", "head-and-tail-3-5", "token-limited"})
