@@ -43,8 +43,8 @@ def report(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def page(report):
-    """The report opened by a headless Chromium (Debian's, a fresh profile) at 1,280 px."""
+def browser():
+    """A headless Chromium (Debian's, a fresh profile) driven by Playwright, 1,280 px wide."""
     if not CHROMIUM.exists():
         pytest.skip(f"{CHROMIUM} is missing: install it with `apt-get update && apt-get install -y chromium`")
     from playwright.sync_api import Error, sync_playwright
@@ -60,18 +60,25 @@ def page(report):
             shutil.rmtree(profile, ignore_errors=True)
             pytest.skip(f"{CHROMIUM} could not be launched: {exc}")
         try:
-            page = context.new_page()
-            errors: list[str] = []
-            page.on("pageerror", lambda exc: errors.append(str(exc)))
-            page.goto(report.resolve().as_uri(), wait_until="load")
-            folder = os.environ.get("HARPE_LAB_SCREENSHOTS")
-            if folder:
-                Path(folder).mkdir(parents=True, exist_ok=True)
-                page.screenshot(path=str(Path(folder) / "report.png"), full_page=True)
-            yield page, errors
+            yield context
         finally:
             context.close()
             shutil.rmtree(profile, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def page(browser, report):
+    """The report, opened."""
+    page = browser.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.goto(report.resolve().as_uri(), wait_until="load")
+    folder = os.environ.get("HARPE_LAB_SCREENSHOTS")
+    if folder:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(Path(folder) / "report.png"), full_page=True)
+    yield page, errors
+    page.close()
 
 
 def test_no_table_overflows_its_container_at_1280_px(page):
@@ -129,23 +136,18 @@ def _visible(page, selector: str) -> bool:
                          " return !!e && getComputedStyle(e).display !== 'none' && e.offsetParent !== null; }")
 
 
-def test_explorer_in_the_browser_shows_the_presets_knobs_and_its_errors(tmp_path):
+def test_explorer_in_the_browser_shows_the_presets_knobs_and_its_errors(browser, tmp_path):
     import nbformat
 
     from test_browser import voila
-
-    if not CHROMIUM.exists():
-        pytest.skip(f"{CHROMIUM} is missing")
-    from playwright.sync_api import sync_playwright
 
     notebook = tmp_path / "explorer_error.ipynb"
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell(EXPLORER_CELL)]
     nbformat.write(nb, notebook)
-    with voila(notebook) as url, sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
+    with voila(notebook) as url:
+        page = browser.new_page()
         try:
-            page = chromium.new_page(viewport={"width": WIDTH, "height": 1000})
             errors: list[str] = []
             page.on("pageerror", lambda exc: errors.append(str(exc)))
             page.goto(url, timeout=180_000, wait_until="domcontentloaded")
@@ -172,4 +174,4 @@ def test_explorer_in_the_browser_shows_the_presets_knobs_and_its_errors(tmp_path
             if folder:
                 page.locator(".harpe-explorer").first.screenshot(path=str(Path(folder) / "explorer_recovered.png"))
         finally:
-            chromium.close()
+            page.close()
