@@ -44,14 +44,7 @@ from .errors import EvaluationError, ModelError
 from .findable import Finding, Haystack, Passage, parse_timestamp
 from .messages import Message, Rendered, UserInput, strip_harpe_keys, to_openai
 from .models import CachedModel, Completion
-from .summarize import (
-    ARTIFACT_CATEGORIES,
-    _extract_ordered,
-    _norm_ws,
-    _WORD,
-    _STOPWORDS,
-    messages_text,
-)
+from .summarize import ARTIFACT_CATEGORIES, content_words, messages_text, ordered_artifacts
 
 __all__ = [
     "EvaluationError",
@@ -477,23 +470,19 @@ def _canon_number(s: str) -> str:
     return re.sub(r"\s+", "", s).lower()
 
 
-def _content_words(text: str) -> set[str]:
-    return {w for w in (x.lower() for x in _WORD.findall(text)) if w not in _STOPWORDS}
-
-
 class _Held:
     """A kept text, prepared once for many artifact lookups."""
 
     def __init__(self, text: str) -> None:
-        self.text = _norm_ws(text)
-        found = _extract_ordered(text, decisions=False)
+        self.text = " ".join(text.split())
+        found = ordered_artifacts(text, decisions=False)
         self.numbers = {_canon_number(n) for n in found["numbers"]}
         self._words: set[str] | None = None
 
     @property
     def words(self) -> set[str]:
         if self._words is None:
-            self._words = _content_words(self.text)
+            self._words = content_words(self.text)
         return self._words
 
     def holds(self, category: str, value: str) -> bool:
@@ -503,12 +492,12 @@ class _Held:
             return _canon_number(value) in self.numbers
         if category == "decisions":
             # paraphrase-tolerant: most of the sentence's content words are still there
-            words = _content_words(value)
+            words = content_words(value)
             return bool(words) and len(words & self.words) >= 0.6 * len(words)
         return False
 
 
-def _retention(full: Mapping[str, Mapping[str, None]], held: _Held) -> dict[str, float]:
+def _retention(full: Mapping[str, Sequence[str]], held: _Held) -> dict[str, float]:
     out: dict[str, float] = {}
     total = kept = 0
     for category in ARTIFACT_CATEGORIES:
@@ -532,7 +521,7 @@ def artifact_retention(full_history: Any, rendered: Any) -> dict[str, float]:
     sentence counts as held when 60% of its content words are present — a
     paraphrase-tolerant approximation.
     """
-    full = _extract_ordered(_as_text(full_history))
+    full = ordered_artifacts(_as_text(full_history))
     return _retention(full, _Held(_as_text(rendered)))
 
 
@@ -603,7 +592,7 @@ def answer_probes(
     Replies are capped at ``max_tokens`` (the judge's at 16) and sampled at ``temperature``
     (0 by default, for repeatable scores). Calls run on ``concurrency`` threads with a
     ``tqdm.auto`` progress bar, and are cached on disk
-    (`harpe_lab.summarize.CachedModel`: same cache, key and secrecy rules as
+    (`harpe_lab.models.CachedModel`: same cache, key and secrecy rules as
     `LLMDistiller`; ``litellm_kwargs`` such as ``api_base``/``api_key`` are never written).
     Per probe: ``input_tokens``, ``output_tokens`` and ``cost_usd`` of its calls (judge
     included; cost NaN when litellm's price table does not know a model) and ``cached``
@@ -899,7 +888,7 @@ def compare(
             last = n - 1
             ids = tuple(rp.available_ids(last))
             if ids not in seen:
-                seen[ids] = _extract_ordered(_as_text(Rendered(conv.system, tuple(by_id[m] for m in ids))))
+                seen[ids] = ordered_artifacts(_as_text(Rendered(conv.system, tuple(by_id[m] for m in ids))))
             ret = _retention(seen[ids], _Held(_rendered_text(rp, last)))
         else:
             ret = {c: math.nan for c in (*ARTIFACT_CATEGORIES, "all")}

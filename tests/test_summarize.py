@@ -35,10 +35,10 @@ from harpe_lab.summarize import (
     ExtractiveDistiller,
     LLMDistiller,
     RecordedDistiller,
-    default_cache_dir,
     extract_artifacts,
     messages_text,
 )
+from harpe_lab.models import default_cache_dir
 
 COUNTER = ApproxCounter()
 SECRET = "sk-test-SECRET-3f9c0a1b2c3d4e5f"
