@@ -142,6 +142,16 @@ class _Converter:
             return hit[1]
         return from_autogen(llm)
 
+    def back_all(self, llms: Iterable[Any]) -> tuple[Message, ...]:
+        """`back` of each (inlined: AutoGen's token-limited context counts its whole list
+        after every message it pops)."""
+        get = self._back.get
+        out = []
+        for llm in llms:
+            hit = get(id(llm))
+            out.append(hit[1] if hit is not None and hit[0] is llm else from_autogen(llm))
+        return tuple(out)
+
 
 class CountingClient(_models.ChatCompletionClient):
     """A ``ChatCompletionClient`` that only counts, with a harpe_lab counter: what
@@ -149,15 +159,16 @@ class CountingClient(_models.ChatCompletionClient):
     ``counter.count_rendered(Rendered("", messages), tools)`` on the messages mapped back to
     ours; ``remaining_tokens`` is ``window - count_tokens`` (``window`` 0 when not given)."""
 
-    def __init__(self, counter: Any, *, window: int = 0, back: Callable[[Any], Message] | None = None) -> None:
+    def __init__(self, counter: Any, *, window: int = 0,
+                 back: Callable[[Iterable[Any]], tuple[Message, ...]] | None = None) -> None:
         if not callable(getattr(counter, "count_rendered", None)):
             raise StrategyError(f"counter must be a harpe_lab token counter, got {counter!r}")
         self.counter = counter
         self.window = window
-        self._back = back or from_autogen_any
+        self._back = back or (lambda llms: tuple(map(from_autogen_any, llms)))
 
     def count_tokens(self, messages: Sequence[Any], *, tools: Sequence[Any] = []) -> int:
-        ours = tuple(self._back(m) for m in messages)
+        ours = self._back(messages)
         return int(self.counter.count_rendered(Rendered("", ours), tuple(_openai_tool(t) for t in tools)))
 
     def remaining_tokens(self, messages: Sequence[Any], *, tools: Sequence[Any] = []) -> int:
@@ -240,7 +251,7 @@ class AutogenContext:
 
     def select(self) -> tuple[Message, ...]:
         """What AutoGen's ``get_messages()`` returns now, as our messages (before `pair_up`)."""
-        return tuple(self._conv.back(m) for m in run(self._ctx.get_messages()))
+        return self._conv.back_all(run(self._ctx.get_messages()))
 
     def begin_turn(self, input: UserInput) -> None:
         if not isinstance(input, UserInput):
@@ -312,7 +323,7 @@ def token_limited(system: str = "", *, token_limit: int, counter: Any, tools: It
     limit = TokenLimited(token_limit=token_limit, counter=counter, tools=tools).context(system).limit
 
     def make(conv: _Converter) -> Any:
-        client = CountingClient(counter, back=conv.back)
+        client = CountingClient(counter, back=conv.back_all)
         return _model_context.TokenLimitedChatCompletionContext(client, token_limit=token_limit,
                                                                  tool_schema=schemas or None)
 
