@@ -60,6 +60,7 @@ __all__ = [
     "token_limited",
     "to_autogen",
     "from_autogen",
+    "from_autogen_any",
     "run",
 ]
 
