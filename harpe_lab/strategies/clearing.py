@@ -1,0 +1,190 @@
+"""Tool-result clearing: Anthropic's context editing strategy ``clear_tool_uses_20250919``.
+
+Source read: Anthropic's documentation page "Context editing"
+(https://platform.claude.com/docs/en/build-with-claude/context-editing, beta header
+``context-management-2025-06-27``; the version that lists Claude Opus 4.6), its table
+"Configuration options for tool result clearing", and the Anthropic SDKs' type docs for
+``BetaClearToolUses20250919Edit`` (``clear_tool_inputs``: a bool, or the tool names whose
+inputs to clear). The API applies the edit server-side to each request, from the full
+history the client sends; nothing is remembered between requests. As documented:
+
+* ``trigger`` (default 100,000 input tokens): "once the prompt exceeds this threshold,
+  clearing will begin" — the request's input tokens, system prompt and tool schemas
+  included, before any edit;
+* ``keep`` (default 3 tool uses): "how many recent tool use/result pairs to keep after
+  clearing occurs. The API removes the oldest tool interactions first";
+* ``clear_at_least`` (default none): "if the API can't clear at least the specified amount,
+  the strategy will not be applied";
+* ``exclude_tools`` (default none): "tool names whose tool uses and results should never be
+  cleared";
+* ``clear_tool_inputs`` (default false): also clear the tool call's parameters.
+
+Each cleared result "is replaced with placeholder text so Claude knows it was removed"; the
+documentation does not give the text, so ``placeholder`` defaults to ``"[cleared]"``, the
+text of LangChain's mirror of this strategy (``ClearToolUsesEdit``,
+langchain-ai/langchain ``libs/langchain_v1/langchain/agents/middleware/context_editing.py``
+at 03373459), which also gave the choices the documentation leaves open: a tool use is one
+call and its result (so a round of parallel calls is several); the newest ``keep`` tool
+uses of *any* tool are kept, excluded tools counting among them; a cleared input becomes
+``{}``. Where LangChain differs from the documentation, this follows the documentation:
+LangChain stops clearing as soon as ``clear_at_least`` tokens are cleared, and clears
+whatever it can when that is fewer. The ``tool_uses`` kind of trigger is not modelled.
+
+Because the edit is recomputed at every request above the trigger, each new tool use pushes
+one more old result out: the prefix (and the provider's prompt cache) changes at almost every
+request once the trigger is passed — what ``clear_at_least`` is there to ration.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+from ..errors import StrategyError
+from ..messages import AssistantMessage, Message, Rendered, ToolCall, ToolResult, ToolResults
+from ..protocol import Limit
+from .editing import EditContext
+
+__all__ = ["ClearToolUses", "DEFAULT_PLACEHOLDER", "Priced", "clearing_context"]
+
+DEFAULT_PLACEHOLDER = "[cleared]"
+"""LangChain's placeholder for a cleared result (Anthropic does not document its own)."""
+
+
+def _check_int(name: str, value: object, minimum: int) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+        raise StrategyError(f"{name} must be an int >= {minimum}, got {value!r}")
+
+
+def _names(name: str, value: object) -> frozenset[str]:
+    if isinstance(value, str) or isinstance(value, (bytes, bytearray)) or not isinstance(value, Iterable):
+        raise StrategyError(f"{name} must be an iterable of tool names, got {value!r}")
+    names = frozenset(value)
+    bad = [n for n in names if not isinstance(n, str)]
+    if bad:
+        raise StrategyError(f"{name} must hold tool names (str), got {bad[0]!r}")
+    return names
+
+
+@dataclass(frozen=True, kw_only=True)
+class ClearToolUses:
+    """Anthropic's ``clear_tool_uses_20250919``: above ``trigger`` input tokens, replace all
+    but the newest ``keep`` tool results with ``placeholder``.
+
+    An edit policy (see `harpe_lab.strategies.editing`) that needs the request's size: call
+    it as ``clear(messages, tokens=price)`` where ``price(messages)`` is the input tokens of
+    a request carrying ``messages`` (`Priced` binds one; `clearing_context` builds it from a
+    counter). Call ids and the calls' names never change.
+    """
+
+    trigger: int = 100_000
+    """Input tokens; the edit applies to a request above this."""
+    keep: int = 3
+    """The newest tool uses (call and result) kept verbatim."""
+    clear_at_least: int = 0
+    """Tokens an edit must free, else the request is sent unedited (0: any amount)."""
+    exclude_tools: frozenset[str] = field(default_factory=frozenset)
+    """Tools whose uses are never cleared."""
+    clear_tool_inputs: bool | frozenset[str] = False
+    """Also replace a cleared use's call input by ``{}``: ``True`` for every tool, or the
+    names of the tools whose inputs to clear."""
+    placeholder: str = DEFAULT_PLACEHOLDER
+    """The text a cleared result carries."""
+
+    def __post_init__(self) -> None:
+        _check_int("trigger", self.trigger, 0)
+        _check_int("keep", self.keep, 0)
+        _check_int("clear_at_least", self.clear_at_least, 0)
+        object.__setattr__(self, "exclude_tools", _names("exclude_tools", self.exclude_tools))
+        if not isinstance(self.clear_tool_inputs, bool):
+            object.__setattr__(self, "clear_tool_inputs", _names("clear_tool_inputs", self.clear_tool_inputs))
+        if not isinstance(self.placeholder, str):
+            raise StrategyError(f"placeholder must be a str, got {self.placeholder!r}")
+
+    def _clears_input(self, name: str) -> bool:
+        inputs = self.clear_tool_inputs
+        return inputs if isinstance(inputs, bool) else name in inputs
+
+    def cleared(self, messages: Sequence[Message]) -> list[tuple[int, int]]:
+        """The tool uses cleared when the edit applies: (message index of the results,
+        result index), oldest first."""
+        names: dict[str, str] = {}
+        uses: list[tuple[int, int]] = []
+        for i, m in enumerate(messages):
+            if isinstance(m, AssistantMessage):
+                names.update((c.id, c.name) for c in m.calls)
+            elif isinstance(m, ToolResults):
+                uses.extend((i, j) for j in range(len(m.results)))
+        old = uses[: max(0, len(uses) - self.keep)]
+        return [(i, j) for i, j in old if names.get(messages[i].results[j].id) not in self.exclude_tools]
+
+    def edit(self, messages: Sequence[Message]) -> tuple[Message, ...]:
+        """The messages with every use `cleared` returns cleared (no trigger check)."""
+        out = list(messages)
+        by_message: dict[int, set[int]] = {}
+        for i, j in self.cleared(out):
+            by_message.setdefault(i, set()).add(j)
+        for i, js in by_message.items():
+            m = out[i]
+            results = tuple(
+                ToolResult(r.id, self.placeholder, (), r.success) if j in js else r for j, r in enumerate(m.results)
+            )
+            if results != m.results:
+                out[i] = ToolResults(results, m.pinned)
+            if self.clear_tool_inputs and i > 0 and isinstance(out[i - 1], AssistantMessage):
+                ids = {m.results[j].id for j in js}
+                call = out[i - 1]
+                calls = tuple(
+                    ToolCall(c.id, c.name, {}) if c.id in ids and self._clears_input(c.name) else c for c in call.calls
+                )
+                if calls != call.calls:
+                    out[i - 1] = AssistantMessage(call.text, calls, call.pinned)
+        return tuple(out)
+
+    def __call__(self, messages: Sequence[Message], *, tokens: Callable[[Sequence[Message]], int]) -> tuple[Message, ...]:
+        seq = tuple(messages)
+        before = tokens(seq)
+        if before <= self.trigger:
+            return seq
+        out = self.edit(seq)
+        if out == seq:
+            return seq
+        if self.clear_at_least and before - tokens(out) < self.clear_at_least:
+            return seq
+        return out
+
+
+@dataclass(frozen=True)
+class Priced:
+    """``clear`` bound to a request price: a one-argument edit policy for `EditContext`.
+    ``price(messages)`` is the input tokens of a request carrying ``messages``."""
+
+    clear: ClearToolUses
+    price: Callable[[Sequence[Message]], int]
+
+    def __call__(self, messages: Sequence[Message]) -> tuple[Message, ...]:
+        return self.clear(messages, tokens=self.price)
+
+
+@dataclass(frozen=True)
+class _RequestPrice:
+    counter: Any
+    system: str
+    tools: tuple[Mapping[str, Any], ...]
+
+    def __call__(self, messages: Sequence[Message]) -> int:
+        return int(self.counter.count_rendered(Rendered(self.system, tuple(messages)), self.tools))
+
+
+def clearing_context(base_system: str, policy: ClearToolUses, *, counter: Any,
+                     tools: Sequence[Mapping[str, Any]] = ()) -> EditContext:
+    """A fresh lifecycle context that sends ``policy`` applied to the whole transcript,
+    pricing each request as the provider would — ``counter.count_rendered`` of the system
+    prompt, the messages and the ``tools`` schemas — and declaring ``trigger`` as a
+    ``"high_water"`` `Limit` (a request whose cleared form is still above it goes out)."""
+    if not isinstance(policy, ClearToolUses):
+        raise StrategyError(f"policy must be a ClearToolUses, got {policy!r}")
+    if not callable(getattr(counter, "count_rendered", None)):
+        raise StrategyError(f"counter must have count_rendered (e.g. harpe_lab.BytesCounter()), got {counter!r}")
+    price = _RequestPrice(counter, base_system, tuple(tools))
+    return EditContext(base_system, Priced(policy, price), limit=Limit(tokens=policy.trigger, kind="high_water"))
