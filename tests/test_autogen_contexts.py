@@ -21,7 +21,6 @@ from harpe_lab.replay import replay
 from harpe_lab.strategies.autogen import Buffered, HeadAndTail, ModelContext, TokenLimited, pair_up, skipped_text
 from harpe_lab.tokens import ApproxCounter, TiktokenCounter
 
-REAL = Path(__file__).resolve().parents[2] / "shared" / "data" / "real"
 COUNTER = TiktokenCounter("cl100k_base")
 
 # --- tiny builders ------------------------------------------------------------------------
@@ -433,6 +432,23 @@ class TestSameAsAutogen:
     def test_bundled(self, peer, name):
         _same_requests(peer, load(name))
 
+    @settings(max_examples=40, deadline=None)
+    @given(conv=_conversations(), sizes=st.tuples(st.integers(1, 6), st.integers(1, 6), st.integers(1, 150)))
+    def test_generated_with_interrupted_turns(self, peer, conv, sizes):
+        n, m, limit = sizes
+        counter = ApproxCounter()
+        pairs = [
+            (Buffered(buffer_size=n), lambda: peer.buffered("s", buffer_size=n)),
+            (HeadAndTail(head_size=n, tail_size=m), lambda: peer.head_and_tail("s", head_size=n, tail_size=m)),
+            (TokenLimited(token_limit=limit, counter=counter),
+             lambda: peer.token_limited("s", token_limit=limit, counter=counter)),
+        ]
+        for policy, theirs in pairs:
+            a = replay(conv, lambda: policy.context("s"), counter=counter)
+            b = replay(conv, theirs, counter=counter)
+            assert [a.rendered(i) for i in range(len(a))] == [b.rendered(i) for i in range(len(b))], policy
+            assert a.requests.drop(columns="strategy").equals(b.requests.drop(columns="strategy"))
+
     def test_counting_client_counts_like_the_native(self, peer):
         msgs = list(load("coding_agent").messages())[:12]
         tools = ({"type": "function", "function": {"name": "run", "description": "d", "parameters": {}}},)
@@ -452,8 +468,8 @@ class TestSameAsAutogen:
         assert "pip install harpe_lab[peers]" in out
 
 
-def _real(kind: str, name: str, **options):
-    path = REAL / kind / name
+def _real(root: Path, kind: str, name: str, **options):
+    path = root / kind / name
     if not path.exists():
         pytest.skip(f"real data {path} is absent")
     from harpe_lab.importers import load_any
@@ -469,10 +485,10 @@ class TestSameAsAutogenOnRealSessions:
         ("tau_bench", "gpt-4o-airline.json", {"index": 0}),
         ("claude_code", "subagent.jsonl", {}),
     ])
-    def test_real(self, peer, kind, name, options):
-        _same_requests(peer, _real(kind, name, **options))
+    def test_real(self, peer, real_data, kind, name, options):
+        _same_requests(peer, _real(real_data, kind, name, **options))
 
     @pytest.mark.slow
-    def test_a_long_claude_code_session(self, peer):
-        conv = _real("claude_code", "258c7280-ae70-4798-800f-63464d01a85d.jsonl")
+    def test_a_long_claude_code_session(self, peer, real_data):
+        conv = _real(real_data, "claude_code", "258c7280-ae70-4798-800f-63464d01a85d.jsonl")
         _same_requests(peer, conv, which={"buffered-7", "head-and-tail-3-5", "token-limited"})
