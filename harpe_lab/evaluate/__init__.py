@@ -1,0 +1,65 @@
+"""Judging a replay against the full history: probes, artifacts, answers, and a comparison.
+
+=========================  ================================================================
+`probe_retention`          per probe: was its evidence still sent verbatim, is its answer
+                           findable (`harpe_lab.findable`) in the summary, in the request,
+                           in the full history; known or not; kept verbatim, only in the
+                           summary, lost — or needing a model judge
+`retention`                known ÷ findable under the full history, per replay and probe
+                           category ("n findable of m probes"): 1.0 for `FullContext`
+`artifact_retention`       the share of the full history's file paths, commands, numbers,
+                           URLs, identifiers and decisions a context (or summary) still holds
+`answer_probes`            asks each probe's question under the strategy's context and under
+                           the full history through litellm, scores the replies, and reports
+                           the model's agreement with the matcher (`judge_agreement`)
+`compare`                  one row per replay: tokens, compactions, distill cost, overshoots,
+                           relative retention with its denominator, artifact retention,
+                           answer accuracy
+`message_passages`         a conversation's messages as the matcher reads them: with the
+                           session day they were said on and the speaker
+=========================  ================================================================
+
+A probe (`harpe_lab.conversation.Probe`) is asked at turn ``asked_at``; its request is the
+first request of that turn. Importers of question-answering datasets (LoCoMo, LongMemEval)
+ask their probes after the last turn (``asked_at == len(turns)``), where a replay makes no
+request: replay `with_probe_turn` (conversation) instead, which adds one empty final turn so
+the strategy renders the context the question would be asked in.
+
+Modules: ``_probes`` (where a probe is asked, what its request knew), ``_passages`` (what the
+matcher reads), ``_retention``, ``_artifacts``, ``_answers`` (model answers and the judge,
+through `harpe_lab.models`), ``_compare``. Reads `harpe_lab.replay.Replay` objects only;
+pandas is imported on first use.
+"""
+
+
+from __future__ import annotations
+
+from ..errors import EvaluationError
+from ._answers import ANSWER_COLUMNS, ANSWER_PROMPT, JUDGE_SYSTEM, answer_f1, answer_probes, judge_agreement, normalize_answer
+from ._artifacts import artifact_retention
+from ._compare import COMPARE_COLUMNS, compare
+from ._passages import message_passages
+from ._probes import PROBE_COLUMNS, PROBE_TURN_ID, probe_request, probe_retention, with_probe_turn
+from ._retention import RETENTION_COLUMNS, retention
+
+__all__ = [
+    "EvaluationError",
+    "with_probe_turn",
+    "probe_request",
+    "probe_retention",
+    "retention",
+    "message_passages",
+    "RETENTION_COLUMNS",
+    "artifact_retention",
+    "answer_probes",
+    "judge_agreement",
+    "compare",
+    "normalize_answer",
+    "answer_f1",
+    "PROBE_COLUMNS",
+    "ANSWER_COLUMNS",
+    "COMPARE_COLUMNS",
+    "ANSWER_PROMPT",
+    "JUDGE_SYSTEM",
+    "PROBE_TURN_ID",
+]
