@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
+import pytest
+
+from conftest import REAL_DATA
 from harpe_lab.context import FullContext
 from harpe_lab.conversation import Conversation, Turn
 from harpe_lab.messages import AssistantMessage, Attachment, ToolCall, ToolResult, ToolResults, UserInput
@@ -68,10 +71,17 @@ def assert_an_edit(before, after) -> None:
             assert [r.success for r in o.results] == [r.success for r in m.results]
 
 
-def check_replay(conversation: Conversation, factory, policy, *, counter) -> tuple:
+def real_params(pattern: str, n: int) -> list:
+    """Up to ``n`` files of ``../shared/data/real`` matching ``pattern``, as parameters
+    (one ``None`` parameter when there are none: the test then skips)."""
+    found = sorted(REAL_DATA.glob(pattern))[:n] if REAL_DATA.is_dir() else []
+    return [pytest.param(p, id=p.name[:40]) for p in found] or [pytest.param(None, id="absent")]
+
+
+def check_replay(conversation: Conversation, factory, policy, *, counter, newest: bool = True) -> tuple:
     """Replay ``conversation`` under ``factory`` and under the full history; at every
     request the edit strategy sent exactly ``policy`` applied to the full history, a valid
-    request ending with the newest original message. Returns both replays."""
+    request ending (when ``newest``) with the newest original message. Returns both replays."""
     edited = replay(conversation, factory, counter=counter, name="edited")
     full = replay(conversation, lambda: FullContext(SYSTEM), counter=counter, name="full")
     assert len(edited) == len(full)
@@ -81,7 +91,7 @@ def check_replay(conversation: Conversation, factory, policy, *, counter) -> tup
         assert sent == policy(history), f"request {i} is not the policy applied to the history"
         assert_an_edit(history, sent)
         assert_pairs_by_ids(sent)
-        if history:
+        if history and newest:
             assert edited.sent_ids(i)[-1] == edited.available_ids(i)[-1], f"request {i} lost its newest message"
     frame = edited.requests
     # a request that only grew is sent as "the previous one plus new messages"

@@ -16,6 +16,7 @@ from editing_support import (
     check_replay,
     conversations,
     image,
+    real_params,
     reply,
     results,
     round_trip,
@@ -212,3 +213,21 @@ class TestProperties:
         for i, j in uses[len(uses) - keep:] if keep else []:
             assert out[i].results[j] is msgs[i].results[j]
         assert clear(out, tokens=_length) == out
+
+
+@pytest.mark.real_data
+class TestRealSessions:
+    @pytest.mark.parametrize("path", real_params("claude_code/*.jsonl", 6) + real_params("swe_agent/*.traj", 3))
+    def test_clearing_on_real_sessions(self, real_data, path):
+        from harpe_lab.importers import load_any
+
+        if path is None:
+            pytest.skip("no real sessions")
+        counter = BytesCounter()
+        clear = ClearToolUses(trigger=20_000, clear_at_least=2_000)
+        ctx = lambda: clearing_context(SYSTEM, clear, counter=counter)  # noqa: E731
+        edited, full = check_replay(load_any(path), ctx, Priced(clear, ctx().policy.price), counter=counter,
+                                    newest=False)
+        above = full.requests.input_tokens > 20_000
+        if above.any():
+            assert edited.requests.input_tokens.max() < full.requests.input_tokens.max()

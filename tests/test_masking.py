@@ -16,6 +16,7 @@ from editing_support import (
     check_replay,
     conversations,
     image,
+    real_params,
     reply,
     results,
     round_trip,
@@ -268,3 +269,19 @@ class TestProperties:
     def test_bundled_conversations(self, name):
         policy = LastNObservations(n=2, polling=2)
         check_replay(datasets.load(name), lambda: masking_context(SYSTEM, policy), policy, counter=BytesCounter())
+
+
+@pytest.mark.real_data
+class TestRealSessions:
+    @pytest.mark.parametrize("path", real_params("claude_code/*.jsonl", 6) + real_params("swe_agent/*.traj", 3))
+    def test_the_complexity_trap_on_real_sessions(self, real_data, path):
+        from harpe_lab.importers import load_any
+
+        if path is None:
+            pytest.skip("no real sessions")
+        policy = LastNObservations.complexity_trap(polling=5)
+        edited, full = check_replay(load_any(path), lambda: masking_context(SYSTEM, policy), policy,
+                                    counter=BytesCounter())
+        rounds = sum(isinstance(m, ToolResults) for m in full.rendered(len(full) - 1).messages)
+        if rounds > COMPLEXITY_TRAP_N + 5:
+            assert edited.requests.input_tokens.iloc[-1] < full.requests.input_tokens.iloc[-1]
