@@ -190,6 +190,27 @@ def _chain(*, counter: Any, system: str, tools: tuple, budget: int, n: int, **_:
     return lambda: laser.PolicyContext(system, policy, limit=limit)
 
 
+def _autogen_buffered(*, system: str, buffer_size: int, **_: Any) -> Factory:
+    from .strategies import autogen
+
+    policy = autogen.Buffered(buffer_size=buffer_size)
+    return lambda: policy.context(system)
+
+
+def _autogen_head_and_tail(*, system: str, head_size: int, tail_size: int, **_: Any) -> Factory:
+    from .strategies import autogen
+
+    policy = autogen.HeadAndTail(head_size=head_size, tail_size=tail_size)
+    return lambda: policy.context(system)
+
+
+def _autogen_token_limited(*, counter: Any, system: str, tools: tuple, budget: int, **_: Any) -> Factory:
+    from .strategies import autogen
+
+    policy = autogen.TokenLimited.within(budget, counter=counter, system=system, tools=tools)
+    return lambda: policy.context(system)
+
+
 def _budget(help: str) -> Knob:
     return Knob(name="budget", unit="tokens", default=DEFAULT_BUDGET, minimum=1, scales=True, help=help)
 
@@ -231,6 +252,26 @@ _ALL = (
                   Knob(name="n", unit="messages", default=100, minimum=1, help="keep at most the last n messages")),
            needs=frozenset({"counter"}), limit_kind="target", _make=_chain,
            note="the budget binds only when the last n messages take more than it; the newest message is always kept"),
+    Preset(name="autogen-buffered", family="autogen",
+           description="AutoGen's BufferedChatCompletionContext: the last buffer_size messages",
+           knobs=(Knob(name="buffer_size", unit="messages", default=20, minimum=1,
+                       help="keep the last buffer_size messages (a leading tool result is dropped)"),),
+           _make=_autogen_buffered, note="counts messages, not tokens: no limit is declared"),
+    Preset(name="autogen-head-and-tail", family="autogen",
+           description="AutoGen's HeadAndTailChatCompletionContext: the first and the last messages, "
+                       "\"Skipped N messages.\" between",
+           knobs=(Knob(name="head_size", unit="messages", default=2, minimum=1, help="the first messages kept"),
+                  Knob(name="tail_size", unit="messages", default=20, minimum=1, help="the last messages kept")),
+           _make=_autogen_head_and_tail,
+           note="counts messages, not tokens: no limit is declared; the placeholder is a user message"),
+    Preset(name="autogen-token-limited", family="autogen",
+           description="AutoGen's TokenLimitedChatCompletionContext: pop messages out of the middle until the "
+                       "request fits",
+           knobs=(_budget("the request's tokens, system and tools included (AutoGen's token_limit is this less "
+                          "the system prompt)"),),
+           needs=frozenset({"counter"}), limit_kind="target", _make=_autogen_token_limited,
+           note="keeps the first messages and the newest; goes over only when the newest message (with its call) "
+                "does not fit beside what AutoGen kept"),
 )
 
 PRESETS: Mapping[str, Preset] = {p.name: p for p in _ALL}
