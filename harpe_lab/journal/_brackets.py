@@ -23,6 +23,8 @@ from ._problems import Bad, Lines
 from ._records import Item, TurnData, TurnRecord, UsageRows, decode, decode_usage, metered, outcome, usages
 from ._sessionlog import SessionLog
 
+__all__ = ["Assembler"]
+
 _NO_TURN = 1 << 30
 _REQUEST, _RESPONSE, _END, _USAGE, _OLD_USAGE = Kind.REQUEST, Kind.RESPONSE, Kind.END, Kind.USAGE, Kind.OLD_USAGE
 _TP_LEN = len(TURN_PREFIX)

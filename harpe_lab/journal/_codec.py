@@ -11,6 +11,11 @@ from ..messages import AssistantMessage, Attachment, Message, ToolCall, ToolResu
 from ._events import USAGE
 from ._problems import Bad, Inexact, show
 
+__all__ = [
+    "encode_message", "decode_message", "message", "usage", "as_user", "carries_tokens", "payload",
+    "error_detail", "inexact", "calls_inexact", "CONTAINERS", "EXACT_LIMIT"
+]
+
 # --- exact numbers -------------------------------------------------------------------------
 
 EXACT_LIMIT = 2.0 ** 63

@@ -27,6 +27,11 @@ from ._codec import inexact
 from ._events import GENERATIONS, SESSION_MESSAGE, TURN_PREFIX
 from ._problems import SKIP, Bad, Lines, Problem, show
 
+__all__ = [
+    "Entry", "EntryReader", "read_entries", "format_time", "parse_time", "fromiso", "UTC", "turn_ids", "strict",
+    "classify", "exact_fields", "open_journal", "parse_lines", "Line"
+]
+
 # --- time (§1.2) ---------------------------------------------------------------------------
 
 UTC = timezone.utc

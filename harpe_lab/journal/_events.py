@@ -5,6 +5,13 @@ from __future__ import annotations
 
 from typing import Literal
 
+__all__ = [
+    "REQUEST", "RESPONSE", "MESSAGE", "STARTED", "ANSWERED", "INTERRUPTED", "FAILED", "USAGE", "MODEL_SENT",
+    "MODEL_REPLIED", "MODEL_FAILED", "MODEL_RETRIED", "MODEL_GAVE_UP", "SESSION_MESSAGE", "LEGACY_USAGE",
+    "TURN_SCOPE", "CALL_SCOPE", "TURN_PREFIX", "Outcome", "OUTCOMES", "TERMINATOR_OUTCOME", "GENERATIONS", "Kind",
+    "KIND"
+]
+
 REQUEST = "harpe.turn.request"
 RESPONSE = "harpe.turn.response"
 MESSAGE = "harpe.turn.message"

@@ -12,6 +12,8 @@ from ._events import Kind
 from ._problems import Lines
 from ._records import Item, TurnRecord, UsageRows, decode, metered, outcome, usages
 
+__all__ = ["Fold"]
+
 
 @dataclass(slots=True)
 class _Open:

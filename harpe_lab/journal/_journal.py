@@ -16,6 +16,8 @@ from ._writer import JsonlLogger, TurnLog
 if TYPE_CHECKING:  # pandas is imported only by Journal.usage
     import pandas
 
+__all__ = ["Journal", "USAGE_COLUMNS"]
+
 
 USAGE_COLUMNS = (
     "record", "own", "turn_id", "outer_turn_id", "depth", "line", "time", "event", "provider", "model",

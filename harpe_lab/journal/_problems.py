@@ -12,6 +12,10 @@ import orjson
 
 from ..errors import JournalError
 
+__all__ = [
+    "TornLineWarning", "Problem", "Bad", "Inexact", "Lines", "show", "check_errors", "ERRORS", "FIX", "SKIP"
+]
+
 ERRORS = ("strict", "skip")
 FIX = 'fix or delete the line, or read with errors="skip" to skip bad lines'
 SKIP = object()

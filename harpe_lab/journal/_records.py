@@ -13,6 +13,11 @@ from ._envelope import exact_fields
 from ._events import OUTCOMES, TERMINATOR_OUTCOME, Kind, Outcome
 from ._problems import Bad, Inexact, Lines, Problem, show
 
+__all__ = [
+    "TurnData", "TurnRecord", "Records", "Item", "decode", "decode_usage", "outcome", "usages", "metered",
+    "UsageRows"
+]
+
 
 @dataclass(frozen=True, kw_only=True)
 class TurnData:

@@ -11,6 +11,8 @@ from ._events import Kind
 from ._problems import Lines
 from ._records import Item, TurnData, TurnRecord, decode
 
+__all__ = ["SessionLog"]
+
 
 @dataclass(slots=True)
 class _Turn:

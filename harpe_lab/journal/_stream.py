@@ -12,6 +12,8 @@ from ._envelope import Entry, EntryReader, Line, parse_lines
 from ._problems import Lines, Problem, check_errors, show
 from ._records import TurnRecord, UsageRows
 
+__all__ = ["RecordStream"]
+
 
 class RecordStream:
     """A one-pass iterator over a journal's `TurnRecord` s (what `Journal.stream` returns).

@@ -24,6 +24,8 @@ from ._events import (ANSWERED, CALL_SCOPE, FAILED, INTERRUPTED, MESSAGE, MODEL_
                       MODEL_REPLIED, MODEL_RETRIED, MODEL_SENT, TURN_PREFIX, USAGE, Outcome)
 from ._problems import show
 
+__all__ = ["JsonlLogger", "TurnLog"]
+
 _HEX16 = re.compile(r"[0-9a-f]{16}")
 
 
