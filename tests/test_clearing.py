@@ -27,7 +27,7 @@ from harpe_lab.errors import StrategyError
 from harpe_lab.messages import Rendered, ToolCall, ToolResult, ToolResults
 from harpe_lab.protocol import DeclaresLimit, Limit
 from harpe_lab.replay import replay
-from harpe_lab.strategies.clearing import DEFAULT_PLACEHOLDER, ClearToolUses, Priced, clearing_context
+from harpe_lab.strategies.clearing import DEFAULT_PLACEHOLDER, ClearToolUses, Priced
 from harpe_lab.tokens import BytesCounter
 
 
@@ -77,14 +77,12 @@ class TestValidation:
             c.keep = 1  # type: ignore[misc]
         assert pickle.loads(pickle.dumps(c)) == c
 
-    def test_the_context_wants_the_policy_and_a_counter(self):
-        with pytest.raises(StrategyError, match="policy must be a ClearToolUses, got 3"):
-            clearing_context(SYSTEM, 3, counter=BytesCounter())  # type: ignore[arg-type]
+    def test_the_context_wants_a_counter(self):
         with pytest.raises(StrategyError, match="counter must have count_rendered"):
-            clearing_context(SYSTEM, ClearToolUses(), counter=None)
+            ClearToolUses().context(SYSTEM, counter=None)
 
     def test_the_trigger_is_declared_as_a_high_water_mark(self):
-        ctx = clearing_context(SYSTEM, ClearToolUses(trigger=5000), counter=BytesCounter())
+        ctx = ClearToolUses(trigger=5000).context(SYSTEM, counter=BytesCounter())
         assert isinstance(ctx, DeclaresLimit) and ctx.limit == Limit(tokens=5000, kind="high_water")
 
 
@@ -161,21 +159,21 @@ class TestIdempotence:
 class TestInTheEngine:
     def test_requests_are_priced_whole_system_and_tools_included(self):
         counter, tools = BytesCounter(), ({"type": "function", "function": {"name": "bash", "parameters": {}}},)
-        ctx = clearing_context(SYSTEM, ClearToolUses(trigger=0, keep=1), counter=counter, tools=tools)
+        ctx = ClearToolUses(trigger=0, keep=1).context(SYSTEM, counter=counter, tools=tools)
         msgs = _session(2)
         assert ctx.policy.price(msgs) == counter.count_rendered(Rendered(SYSTEM, tuple(msgs)), tools)
 
     def test_the_bundled_coding_agent_is_cleared_above_the_trigger(self):
         convo = datasets.load("coding_agent")
         counter = BytesCounter()
-        full = replay(convo, lambda: clearing_context(SYSTEM, ClearToolUses(trigger=10**9), counter=counter),
+        full = replay(convo, lambda: ClearToolUses(trigger=10**9).context(SYSTEM, counter=counter),
                       counter=counter)
         trigger = int(full.requests.input_tokens.max() * 0.6)
         # a round of more than `keep` parallel calls is partly cleared, the newest one too
         # (test_parallel_calls_are_separate_tool_uses): keep the largest round whole
         widest = max(len(m.results) for m in convo.messages() if isinstance(m, ToolResults))
         clear = ClearToolUses(trigger=trigger, keep=max(3, widest))
-        ctx = lambda: clearing_context(SYSTEM, clear, counter=counter)  # noqa: E731
+        ctx = lambda: clear.context(SYSTEM, counter=counter)  # noqa: E731
         edited, _ = check_replay(convo, ctx, Priced(clear, ctx().policy.price), counter=counter)
         frame = edited.requests
         assert frame.input_tokens.max() < full.requests.input_tokens.max()
@@ -192,7 +190,7 @@ class TestProperties:
         counter = BytesCounter()
         clear = ClearToolUses(trigger=trigger, keep=keep, clear_at_least=least, clear_tool_inputs=inputs,
                               exclude_tools=exclude)
-        ctx = lambda: clearing_context(SYSTEM, clear, counter=counter)  # noqa: E731
+        ctx = lambda: clear.context(SYSTEM, counter=counter)  # noqa: E731
         edited, full = check_replay(convo, ctx, Priced(clear, ctx().policy.price), counter=counter)
         frame, whole = edited.requests, full.requests
         for i in range(len(frame)):
@@ -225,7 +223,7 @@ class TestRealSessions:
             pytest.skip("no real sessions")
         counter = BytesCounter()
         clear = ClearToolUses(trigger=20_000, clear_at_least=2_000)
-        ctx = lambda: clearing_context(SYSTEM, clear, counter=counter)  # noqa: E731
+        ctx = lambda: clear.context(SYSTEM, counter=counter)  # noqa: E731
         edited, full = check_replay(load_any(path), ctx, Priced(clear, ctx().policy.price), counter=counter,
                                     newest=False)
         above = full.requests.input_tokens > 20_000

@@ -27,7 +27,7 @@ from harpe_lab.errors import StrategyError
 from harpe_lab.messages import ToolResult, ToolResults
 from harpe_lab.replay import replay
 from harpe_lab.strategies.editing import EditContext
-from harpe_lab.strategies.masking import COMPLEXITY_TRAP_N, LastNObservations, elided, masking_context
+from harpe_lab.strategies.masking import COMPLEXITY_TRAP_N, LastNObservations, elided
 from harpe_lab.tokens import BytesCounter
 
 
@@ -70,10 +70,6 @@ class TestValidation:
         assert COMPLEXITY_TRAP_N == 10
         assert LastNObservations.complexity_trap() == LastNObservations(n=10)
         assert LastNObservations.complexity_trap(polling=4) == LastNObservations(n=10, polling=4)
-
-    def test_the_context_wants_the_policy(self):
-        with pytest.raises(StrategyError, match="policy must be a LastNObservations, got 3"):
-            masking_context(SYSTEM, 3)  # type: ignore[arg-type]
 
 
 class TestPlaceholder:
@@ -163,7 +159,7 @@ class TestPolling:
     def test_the_prefix_changes_once_every_polling_steps(self):
         convo = datasets.load("coding_agent")
         for polling in (1, 4):
-            r = replay(convo, lambda: masking_context(SYSTEM, LastNObservations(n=2, polling=polling)),
+            r = replay(convo, lambda: LastNObservations(n=2, polling=polling).context(SYSTEM),
                        counter=BytesCounter())
             within = r.requests[r.requests.step > 0]
             if polling == 1:
@@ -188,7 +184,7 @@ class TestIdempotence:
 
 class TestInTheEngine:
     def test_stand_ins_are_stable_objects(self):
-        ctx = masking_context(SYSTEM, LastNObservations(n=1))
+        ctx = LastNObservations(n=1).context(SYSTEM)
         msgs = _session(3)
         ctx.begin_turn(msgs[0])
         ctx.compact()
@@ -201,7 +197,7 @@ class TestInTheEngine:
         assert all(a is b for a, b in zip(first.rendered.messages, second.rendered.messages))
 
     def test_an_edit_is_a_compaction_and_growth_is_not(self):
-        ctx = masking_context(SYSTEM, LastNObservations(n=1))
+        ctx = LastNObservations(n=1).context(SYSTEM)
         ctx.begin_turn(user("t"))
         assert not ctx.compact().compacted  # nothing was sent before: nothing was cut
         for m in round_trip("a", "x"):
@@ -240,7 +236,7 @@ class TestInTheEngine:
     def test_the_complexity_trap_on_the_bundled_coding_agent(self):
         convo = datasets.load("coding_agent")
         policy = LastNObservations.complexity_trap()
-        edited, full = check_replay(convo, lambda: masking_context(SYSTEM, policy), policy, counter=BytesCounter())
+        edited, full = check_replay(convo, lambda: policy.context(SYSTEM), policy, counter=BytesCounter())
         assert edited.requests.input_tokens.max() <= full.requests.input_tokens.max()
 
 
@@ -249,7 +245,7 @@ class TestProperties:
     @given(conversations(), st.integers(1, 4), st.integers(1, 4))
     def test_replayed_requests_are_the_policy_applied_to_the_history(self, convo, n, polling):
         policy = LastNObservations(n=n, polling=polling)
-        check_replay(convo, lambda: masking_context(SYSTEM, policy), policy, counter=BytesCounter())
+        check_replay(convo, lambda: policy.context(SYSTEM), policy, counter=BytesCounter())
 
     @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
     @given(conversations(), st.integers(1, 6), st.integers(1, 5))
@@ -268,7 +264,7 @@ class TestProperties:
     @pytest.mark.parametrize("name", datasets.list_datasets())
     def test_bundled_conversations(self, name):
         policy = LastNObservations(n=2, polling=2)
-        check_replay(datasets.load(name), lambda: masking_context(SYSTEM, policy), policy, counter=BytesCounter())
+        check_replay(datasets.load(name), lambda: policy.context(SYSTEM), policy, counter=BytesCounter())
 
 
 @pytest.mark.real_data
@@ -280,7 +276,7 @@ class TestRealSessions:
         if path is None:
             pytest.skip("no real sessions")
         policy = LastNObservations.complexity_trap(polling=5)
-        edited, full = check_replay(load_any(path), lambda: masking_context(SYSTEM, policy), policy,
+        edited, full = check_replay(load_any(path), lambda: policy.context(SYSTEM), policy,
                                     counter=BytesCounter())
         rounds = sum(isinstance(m, ToolResults) for m in full.rendered(len(full) - 1).messages)
         if rounds > COMPLEXITY_TRAP_N + 5:

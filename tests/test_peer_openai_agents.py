@@ -13,13 +13,13 @@ from editing_support import SYSTEM, call, conversations, reply, results, round_t
 from harpe_lab import datasets
 from harpe_lab.errors import StrategyError
 from harpe_lab.replay import replay
-from harpe_lab.strategies.trimming import ToolOutputTrimmer, trimming_context
+from harpe_lab.strategies.trimming import ToolOutputTrimmer
 from harpe_lab.tokens import BytesCounter
 
 pytest.importorskip("agents", reason="the peers extra (openai-agents) is not installed")
 from agents.extensions import ToolOutputTrimmer as SDKToolOutputTrimmer  # noqa: E402
 
-from harpe_lab.peers.openai_agents import SDKTrimmer, from_items, to_items, trimmer_context  # noqa: E402
+from harpe_lab.peers.openai_agents import SDKTrimmer, from_items, to_items  # noqa: E402
 
 _CONFIGS = [
     ToolOutputTrimmer(),
@@ -31,8 +31,8 @@ _CONFIGS = [
 def _differential(conversation, native: ToolOutputTrimmer) -> int:
     """Replay under both; assert identical requests; return how many requests trimmed."""
     counter = BytesCounter()
-    ours = replay(conversation, lambda: trimming_context(SYSTEM, native), counter=counter, name="native")
-    theirs = replay(conversation, lambda: trimmer_context(SYSTEM, native), counter=counter, name="sdk")
+    ours = replay(conversation, lambda: native.context(SYSTEM), counter=counter, name="native")
+    theirs = replay(conversation, lambda: SDKTrimmer(native).context(SYSTEM), counter=counter, name="sdk")
     assert len(ours) == len(theirs)
     for i in range(len(ours)):
         assert ours.rendered(i) == theirs.rendered(i), f"request {i} differs"

@@ -25,7 +25,7 @@ from editing_support import (
 from harpe_lab import datasets
 from harpe_lab.errors import StrategyError
 from harpe_lab.messages import ToolResult, ToolResults
-from harpe_lab.strategies.trimming import ToolOutputTrimmer, trimmed_text, trimming_context
+from harpe_lab.strategies.trimming import ToolOutputTrimmer, trimmed_text
 from harpe_lab.tokens import BytesCounter
 
 BIG = "x" * 1000
@@ -65,10 +65,6 @@ class TestValidation:
         with pytest.raises(AttributeError):
             t.recent_turns = 3  # type: ignore[misc]
         assert pickle.loads(pickle.dumps(t)) == t
-
-    def test_the_context_wants_the_policy(self):
-        with pytest.raises(StrategyError, match="policy must be a ToolOutputTrimmer, got None"):
-            trimming_context(SYSTEM, None)  # type: ignore[arg-type]
 
 
 class TestTrimmedText:
@@ -181,10 +177,10 @@ class TestProperties:
     @given(conversations(), st.integers(1, 3), st.integers(1, 300), st.integers(0, 100))
     def test_replayed_requests_are_the_policy_applied_to_the_history(self, convo, recent, limit, preview):
         t = ToolOutputTrimmer(recent_turns=recent, max_output_chars=limit, preview_chars=preview)
-        check_replay(convo, lambda: trimming_context(SYSTEM, t), t, counter=BytesCounter())
+        check_replay(convo, lambda: t.context(SYSTEM), t, counter=BytesCounter())
 
     @pytest.mark.parametrize("name", datasets.list_datasets())
     def test_bundled_conversations(self, name):
         t = ToolOutputTrimmer(recent_turns=1, max_output_chars=200, preview_chars=50)
-        edited, full = check_replay(datasets.load(name), lambda: trimming_context(SYSTEM, t), t, counter=BytesCounter())
+        edited, full = check_replay(datasets.load(name), lambda: t.context(SYSTEM), t, counter=BytesCounter())
         assert edited.requests.input_tokens.sum() < full.requests.input_tokens.sum(), "it trimmed something"

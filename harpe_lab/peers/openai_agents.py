@@ -4,8 +4,8 @@
 converts the whole transcript to the SDK's Responses-API input items, calls the SDK's
 ``agents.extensions.ToolOutputTrimmer`` exactly as the SDK's runner calls a
 ``call_model_input_filter`` (with a ``CallModelData`` holding a ``ModelInputData``), and
-converts the items it returns back to harpe_lab messages. `trimmer_context` runs it through
-`harpe_lab.strategies.editing.EditContext`, like the native twin
+converts the items it returns back to harpe_lab messages. ``SDKTrimmer(...).context(system)``
+runs it through `harpe_lab.strategies.editing.EditContext`, like the native twin
 `harpe_lab.strategies.trimming.ToolOutputTrimmer`. Tested against openai-agents 0.24.0.
 
 Messages, ours → the SDK's input items:
@@ -41,7 +41,7 @@ except ImportError as exc:  # pragma: no cover - exercised without the extra
         "with `pip install harpe_lab[peers]` (or `pip install openai-agents`)"
     ) from exc
 
-__all__ = ["SDKTrimmer", "to_items", "from_items", "trimmer_context"]
+__all__ = ["SDKTrimmer", "to_items", "from_items"]
 
 
 def _items_of(message: Message) -> list[dict[str, Any]]:
@@ -147,10 +147,10 @@ class SDKTrimmer:
         result = self.trimmer(data)
         return from_items(list(result.input), sent, messages)
 
+    def context(self, base_system: str) -> EditContext:
+        """A fresh lifecycle context that sends the SDK's trimmer applied to the whole
+        transcript (``base_system`` is also given to the SDK as the instructions)."""
+        return EditContext(base_system, SDKTrimmer(self.trimmer, instructions=base_system))
+
     def __repr__(self) -> str:
         return f"SDKTrimmer({self.trimmer!r})"
-
-
-def trimmer_context(base_system: str, trimmer: Any = None) -> EditContext:
-    """A fresh lifecycle context that sends the SDK's trimmer applied to the transcript."""
-    return EditContext(base_system, SDKTrimmer(trimmer, instructions=base_system))

@@ -45,7 +45,7 @@ from ..messages import AssistantMessage, Message, Rendered, ToolCall, ToolResult
 from ..protocol import Limit
 from .editing import EditContext
 
-__all__ = ["ClearToolUses", "DEFAULT_PLACEHOLDER", "Priced", "clearing_context"]
+__all__ = ["ClearToolUses", "DEFAULT_PLACEHOLDER", "Priced"]
 
 DEFAULT_PLACEHOLDER = "[cleared]"
 """LangChain's placeholder for a cleared result (Anthropic does not document its own)."""
@@ -73,7 +73,7 @@ class ClearToolUses:
 
     An edit policy (see `harpe_lab.strategies.editing`) that needs the request's size: call
     it as ``clear(messages, tokens=price)`` where ``price(messages)`` is the input tokens of
-    a request carrying ``messages`` (`Priced` binds one; `clearing_context` builds it from a
+    a request carrying ``messages`` (`Priced` binds one; `context` builds it from a
     counter). Call ids and the calls' names never change.
     """
 
@@ -153,6 +153,16 @@ class ClearToolUses:
             return seq
         return out
 
+    def context(self, base_system: str, *, counter: Any, tools: Sequence[Mapping[str, Any]] = ()) -> EditContext:
+        """A fresh lifecycle context that sends this edit applied to the whole transcript,
+        pricing each request as the provider would — ``counter.count_rendered`` of the system
+        prompt, the messages and the ``tools`` schemas — and declaring ``trigger`` as a
+        ``"high_water"`` `Limit` (a request whose cleared form is still above it goes out)."""
+        if not callable(getattr(counter, "count_rendered", None)):
+            raise StrategyError(f"counter must have count_rendered (e.g. harpe_lab.BytesCounter()), got {counter!r}")
+        price = _RequestPrice(counter, base_system, tuple(tools))
+        return EditContext(base_system, Priced(self, price), limit=Limit(tokens=self.trigger, kind="high_water"))
+
 
 @dataclass(frozen=True)
 class Priced:
@@ -174,17 +184,3 @@ class _RequestPrice:
 
     def __call__(self, messages: Sequence[Message]) -> int:
         return int(self.counter.count_rendered(Rendered(self.system, tuple(messages)), self.tools))
-
-
-def clearing_context(base_system: str, policy: ClearToolUses, *, counter: Any,
-                     tools: Sequence[Mapping[str, Any]] = ()) -> EditContext:
-    """A fresh lifecycle context that sends ``policy`` applied to the whole transcript,
-    pricing each request as the provider would — ``counter.count_rendered`` of the system
-    prompt, the messages and the ``tools`` schemas — and declaring ``trigger`` as a
-    ``"high_water"`` `Limit` (a request whose cleared form is still above it goes out)."""
-    if not isinstance(policy, ClearToolUses):
-        raise StrategyError(f"policy must be a ClearToolUses, got {policy!r}")
-    if not callable(getattr(counter, "count_rendered", None)):
-        raise StrategyError(f"counter must have count_rendered (e.g. harpe_lab.BytesCounter()), got {counter!r}")
-    price = _RequestPrice(counter, base_system, tuple(tools))
-    return EditContext(base_system, Priced(policy, price), limit=Limit(tokens=policy.trigger, kind="high_water"))

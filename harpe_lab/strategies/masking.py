@@ -43,7 +43,7 @@ from ..errors import StrategyError
 from ..messages import Message, ToolResult, ToolResults, UserInput
 from .editing import EditContext
 
-__all__ = ["LastNObservations", "COMPLEXITY_TRAP_N", "elided", "masking_context"]
+__all__ = ["LastNObservations", "COMPLEXITY_TRAP_N", "elided"]
 
 COMPLEXITY_TRAP_N = 10
 """The observation window of "The Complexity Trap" (Lindenbauer et al., 2025)."""
@@ -118,9 +118,6 @@ class LastNObservations:
             out[i] = ToolResults(results, m.pinned)
         return tuple(out)
 
-
-def masking_context(base_system: str, policy: LastNObservations) -> EditContext:
-    """A fresh lifecycle context that sends ``policy`` applied to the whole transcript."""
-    if not isinstance(policy, LastNObservations):
-        raise StrategyError(f"policy must be a LastNObservations, got {policy!r}")
-    return EditContext(base_system, policy)
+    def context(self, base_system: str) -> EditContext:
+        """A fresh lifecycle context that sends this policy applied to the whole transcript."""
+        return EditContext(base_system, self)

@@ -39,7 +39,7 @@ from ..errors import StrategyError
 from ..messages import AssistantMessage, Message, ToolResult, ToolResults, UserInput
 from .editing import EditContext
 
-__all__ = ["ToolOutputTrimmer", "trimmed_text", "trimming_context"]
+__all__ = ["ToolOutputTrimmer", "trimmed_text"]
 
 
 def _check_int(name: str, value: object, minimum: int) -> None:
@@ -135,9 +135,6 @@ class ToolOutputTrimmer:
                 out[i] = ToolResults(tuple(r if t is None else t for r, t in zip(m.results, trimmed)), m.pinned)
         return tuple(out)
 
-
-def trimming_context(base_system: str, policy: ToolOutputTrimmer) -> EditContext:
-    """A fresh lifecycle context that sends ``policy`` applied to the whole transcript."""
-    if not isinstance(policy, ToolOutputTrimmer):
-        raise StrategyError(f"policy must be a ToolOutputTrimmer, got {policy!r}")
-    return EditContext(base_system, policy)
+    def context(self, base_system: str) -> EditContext:
+        """A fresh lifecycle context that sends this policy applied to the whole transcript."""
+        return EditContext(base_system, self)
