@@ -33,8 +33,11 @@ DEMO_PRICING = "gpt-4o"
 TABLE_COLUMNS = (
     ("Tokens and counts", ("strategy", "requests", "input_tokens_sum", "input_tokens_median", "input_tokens_max",
                            "compactions", "summaries", "overshoots", "overshoot_tokens_max", "messages_dropped_max")),
-    ("Summaries, cache, retention and cost", ("strategy", "distill_calls", "distill_tokens", "cached_prefix_share",
-                                              "probe_retention", "artifact_retention", "cost_usd", "cost_usd_cached")),
+    ("Summaries, cache and cost", ("strategy", "distill_calls", "distill_tokens", "cached_prefix_share",
+                                   "cost_usd", "cost_usd_cached")),
+    ("What the model could still know: retention relative to the full history",
+     ("strategy", "retention", "retention_denominator", "verbatim", "only_in_summary", "lost", "needs_judge",
+      "artifact_retention")),
 )  # fmt: skip
 """The report's tables for each dataset: (caption, columns); two narrow tables fit a
 1,280 px screen where one wide one would not."""
@@ -103,10 +106,11 @@ def run_demo(out: str | Path = "out/report", *, fractions: tuple[float, ...] = D
     import matplotlib.pyplot as plt
 
     from . import datasets as bundled
-    from .evaluate import compare, with_probe_turn
+    from .evaluate import compare, retention, with_probe_turn
     from .plots import plot_context_map, plot_strategies, plot_token_use
     from .pricing import Pricing
-    from .report import ReportSection, format_frame, limit_sentence, limit_table, totals_table, write_report
+    from .report import (ReportSection, format_frame, limit_sentence, limit_table, retention_by_category,
+                         totals_table, write_report)
     from .tokens import TiktokenCounter
 
     out = Path(out)
@@ -141,6 +145,10 @@ def run_demo(out: str | Path = "out/report", *, fractions: tuple[float, ...] = D
             echo(f"{label}: refused — {reason}")
         for caption, columns in TABLE_COLUMNS:
             section.tables.append((caption, table[[c for c in columns if c in table.columns]]))
+        by_category = retention_by_category(retention(list(replays.values()))) if replays else None
+        if by_category is not None and len(by_category.columns) > 2:  # more than one category
+            section.tables.append(("Retention per probe category: known / findable under the full history",
+                                   by_category))
         if len(limits):
             section.tables.append(("Over the limit: requests above the strategy's declared limit", limits))
         mid = run.budgets[len(run.budgets) // 2] if run.budgets else None

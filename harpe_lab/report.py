@@ -34,6 +34,8 @@ __all__ = [
     "table_html",
     "totals_row",
     "totals_table",
+    "RETENTION_SHOWN",
+    "retention_by_category",
     "limit_table",
     "limit_sentence",
 ]
@@ -72,8 +74,14 @@ GLOSSARY: tuple[tuple[str, str], ...] = (
     ("cost_usd", "Price of the request without prompt caching: input tokens, reply and distill tokens at the "
                  "model's prices. Missing (–) when no pricing was given."),
     ("cost_usd_cached", "The same price with the cached prefix billed at the provider's cache-read price."),
-    ("probe_retention", "Share of the questions asked about the conversation whose evidence messages were all "
-                        "in the last request."),
+    ("retention", "Of the probes (questions about the conversation) whose answer the full history holds — "
+                  "findable by the offline matcher in what FullContext sends — the share the strategy's request "
+                  "still holds: evidence sent verbatim, or the answer findable in what was sent, summary included. "
+                  "1.0 under FullContext by construction. Shown with its denominator, n findable of m probes."),
+    ("verbatim", "Share of the findable probes kept word for word; only in summary = found only in the summary; "
+                 "lost = neither. The three add up to 1, and retention = verbatim + only in summary."),
+    ("needs_judge", "Probes whose answer is not findable even in the full history (a judgement, a count, a "
+                    "date difference): only a model judge (answer_probes) can score them; never counted as lost."),
     ("artifact_retention", "Share of the full history's artifacts (file paths, commands, numbers, URLs, identifiers, decisions) that the last request "
                            "still holds, in its messages or its summary."),
 )
@@ -99,6 +107,12 @@ COLUMN_LABELS: dict[str, str] = {
     "distill_tokens": "distill tokens",
     "cached_prefix_share": "cached prefix",
     "probe_retention": "probe retention",
+    "retention": "retention",
+    "retention_denominator": "of",
+    "verbatim": "verbatim",
+    "only_in_summary": "only in summary",
+    "lost": "lost",
+    "needs_judge": "need a judge",
     "artifact_retention": "artifact retention",
     "cost_usd": "cost",
     "cost_usd_cached": "cost with cache",
@@ -109,7 +123,8 @@ COLUMN_LABELS: dict[str, str] = {
 """Table headers, by column."""
 
 _SHARES = {"cached_prefix_share", "probe_retention", "artifact_retention", "answer_in_summary", "raw_retention",
-           "retention", "overshoot_share", "answer_accuracy", "answer_accuracy_full", "answer_retention"}  # fmt: skip
+           "retention", "overshoot_share", "answer_accuracy", "answer_accuracy_full", "answer_retention",
+           "verbatim", "only_in_summary", "lost", "judge_agreement"}  # fmt: skip
 
 
 def _is_missing(value: Any) -> bool:
@@ -216,15 +231,35 @@ def totals_row(label: str, replay: Any) -> dict[str, Any]:
 def totals_table(replays: Mapping[str, Any], retention: Any = None) -> Any:
     """One row per replay (label → Replay) from `totals_row`; ``retention`` (the
     `harpe_lab.evaluate.compare` frame of the same replays, in the same order) adds its
-    ``probe_retention`` and ``artifact_retention`` columns."""
+    retention columns (`RETENTION_SHOWN`)."""
     import pandas as pd
 
     frame = pd.DataFrame([totals_row(label, r) for label, r in replays.items()])
     if retention is not None and len(retention) == len(frame):
-        for c in ("probe_retention", "artifact_retention"):
+        for c in RETENTION_SHOWN:
             if c in retention.columns:
                 frame[c] = list(retention[c])
     return frame
+
+
+RETENTION_SHOWN = ("retention", "retention_denominator", "verbatim", "only_in_summary", "lost", "needs_judge",
+                   "probe_retention", "artifact_retention")
+"""The columns of `harpe_lab.evaluate.compare` the tables show."""
+
+
+def retention_by_category(frame: Any) -> Any:
+    """`harpe_lab.evaluate.retention`'s frame as one row per strategy and one column per
+    probe category (``all`` first), each cell "45.3% (5 of 7)": retention with its
+    denominator; "–" where no probe of the category is findable."""
+    import pandas as pd
+
+    rows: dict[str, dict[str, str]] = {}
+    for _, r in frame.iterrows():
+        cell = "–" if not r["findable"] else f"{format_value('retention', r['retention'])} ({r['known']} of {r['findable']})"
+        rows.setdefault(r["strategy"], {})[r["category"]] = cell
+    table = pd.DataFrame.from_dict(rows, orient="index").fillna("–")
+    table.index.name = "strategy"
+    return table.reset_index()
 
 
 def _limit_text(limit: Any) -> str:

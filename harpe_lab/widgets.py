@@ -770,7 +770,8 @@ def _limit_tokens(limit: int | str) -> int:
 
 _COMPARE_COLUMNS = ("strategy", "requests", "input_tokens_sum", "input_tokens_median", "input_tokens_max",
                     "compactions", "summaries", "overshoots", "overshoot_tokens_max", "distill_calls",
-                    "cached_prefix_share", "probe_retention", "artifact_retention", "error")  # fmt: skip
+                    "cached_prefix_share", "retention", "retention_denominator", "artifact_retention",
+                    "error")  # fmt: skip
 
 
 class Compare(_Guarded):

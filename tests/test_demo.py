@@ -29,6 +29,7 @@ from harpe_lab.report import (
 from harpe_lab.tokens import TiktokenCounter
 
 ROOT = Path(__file__).resolve().parents[1]
+WITH_DENOMINATOR = re.compile(r"^(–|\d+\.\d% \(\d+ of \d+\))$")
 NUMBER = re.compile(r"^(–|-?\d{1,3}(,\d{3})*|-?\d+\.\d%|\$\d{1,3}(,\d{3})*\.\d{4})$")
 
 
@@ -124,13 +125,18 @@ def test_one_number_format_everywhere(demo):
     for name in datasets.list_datasets():
         for caption, rows in sections[name].items():
             header, *body = rows
+            per_category = caption.startswith("Retention per probe category")
             for row in body:
                 for label, cell in zip(header[1:], row[1:]):
-                    if label not in ("limit", "error"):
+                    if per_category:
+                        assert WITH_DENOMINATOR.match(cell), (name, caption, label, cell)
+                    elif label == "of":
+                        assert re.fullmatch(r"\d+ findable of \d+ probes", cell), (name, caption, cell)
+                    elif label not in ("limit", "error"):
                         assert NUMBER.match(cell), (name, caption, label, cell)
                         checked += 1
     assert checked > 500
-    costs = [r[-1] for r in sections["support_chat"]["Summaries, cache, retention and cost"][1:]]
+    costs = [r[-1] for r in sections["support_chat"]["Summaries, cache and cost"][1:]]
     assert all(c.startswith("$") for c in costs)  # priced: the demo fills the cost columns
 
 

@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ..context import message_chars
+from .._text import message_chars
 from ..conversation import Conversation, Turn
 from ..errors import JournalError
 from ..journal import Journal, JsonlLogger, TurnLog, TurnRecord
