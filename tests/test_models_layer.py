@@ -4,6 +4,8 @@ imports litellm or harpe_lab's litellm loader (an AST walk of the package's impo
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -136,3 +138,16 @@ class TestFailures:
         assert failure.detail == "AuthenticationError: bad key ***"
         assert failure.kind == "credentials" and not failure.transient
         assert "sk-abcdef123" not in explain(exc, "m", 1.0, ["sk-abcdef123"])
+
+
+def test_importing_the_layer_and_its_users_loads_no_litellm():
+    code = (
+        "import json, sys\n"
+        "import harpe_lab.models, harpe_lab.agent, harpe_lab.summarize, harpe_lab.evaluate\n"
+        "from harpe_lab.models import CachedModel\n"
+        "CachedModel('openai/x', cache=False); harpe_lab.agent.Brain('openai/x')\n"
+        "print(json.dumps('litellm' in sys.modules))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "false"

@@ -149,7 +149,7 @@ class CachedModel:
         self.retries = retries
         self.cache = bool(cache)
         self.cache_dir = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
-        self._store_dir = ReplyCache(self.cache_dir)
+        self._replies = ReplyCache(self.cache_dir)
         params: dict[str, Any] = {}
         if max_tokens is not None:
             params["max_tokens"] = max_tokens
@@ -173,13 +173,13 @@ class CachedModel:
         return cache_key(self.model, messages, self._params)
 
     def _load(self, key: str) -> dict[str, Any] | None:
-        return self._store_dir.load(key) if self.cache else None
+        return self._replies.load(key) if self.cache else None
 
     def _store(self, key: str, messages: Sequence[Mapping[str, Any]], completion: Completion) -> None:
         if not self.cache:
             return
         u = completion.usage
-        self._store_dir.store(key, {
+        self._replies.store(key, {
             "model": self.model,
             "params": self._params,
             "request": {
