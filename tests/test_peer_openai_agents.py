@@ -4,6 +4,9 @@ messages at every request (skipped without the `peers` extra; real sessions skip
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -77,6 +80,14 @@ class TestConversion:
             SDKTrimmer("nope")
 
 
+def test_without_the_extra_the_import_error_says_what_to_install():
+    code = ("import sys; sys.modules['agents'] = None\n"
+            "try:\n    import harpe_lab.peers.openai_agents\n"
+            "except ImportError as e:\n    print(e)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert "pip install harpe_lab[peers]" in out and "openai-agents" in out
+
+
 class TestDifferential:
     @pytest.mark.parametrize("native", _CONFIGS, ids=repr)
     @pytest.mark.parametrize("name", datasets.list_datasets())
@@ -108,6 +119,16 @@ class TestDifferentialOnRealSessions:
         if path is None:
             pytest.skip("no real sessions")
         _differential(load_any(path), native)
+
+    @pytest.mark.parametrize("index", range(4))
+    def test_tau_bench_conversations(self, real_data, index):
+        from harpe_lab.importers import load_any
+
+        path = real_data / "tau_bench" / "gpt-4o-airline.json"
+        if not path.is_file():
+            pytest.skip("no tau-bench trajectories")
+        for native in _CONFIGS:
+            _differential(load_any(path, index=index), native)
 
     def test_the_long_claude_code_sessions_are_trimmed(self, real_data):
         from harpe_lab.importers import load_any
