@@ -255,7 +255,9 @@ def retention_by_category(frame: Any) -> Any:
 
     rows: dict[str, dict[str, str]] = {}
     for _, r in frame.iterrows():
-        cell = "–" if not r["findable"] else f"{format_value('retention', r['retention'])} ({r['known']} of {r['findable']})"
+        n = r["findable"]
+        # retention is over the findable probes only (known counts the others too)
+        cell = "–" if not n else f"{format_value('retention', r['retention'])} ({round(r['retention'] * n)} of {n})"
         rows.setdefault(r["strategy"], {})[r["category"]] = cell
     table = pd.DataFrame.from_dict(rows, orient="index").fillna("–")
     table.index.name = "strategy"

@@ -29,7 +29,7 @@ from harpe_lab.report import (
 from harpe_lab.tokens import TiktokenCounter
 
 ROOT = Path(__file__).resolve().parents[1]
-WITH_DENOMINATOR = re.compile(r"^(–|\d+\.\d% \(\d+ of \d+\))$")
+WITH_DENOMINATOR = re.compile(r"^(–|\d+\.\d% \((\d+) of (\d+)\))$")
 NUMBER = re.compile(r"^(–|-?\d{1,3}(,\d{3})*|-?\d+\.\d%|\$\d{1,3}(,\d{3})*\.\d{4})$")
 
 
@@ -129,7 +129,10 @@ def test_one_number_format_everywhere(demo):
             for row in body:
                 for label, cell in zip(header[1:], row[1:]):
                     if per_category:
-                        assert WITH_DENOMINATOR.match(cell), (name, caption, label, cell)
+                        match = WITH_DENOMINATOR.match(cell)
+                        assert match, (name, caption, label, cell)
+                        if match.group(2):  # the kept count never exceeds the denominator
+                            assert int(match.group(2)) <= int(match.group(3)), (name, row[0], label, cell)
                     elif label == "of":
                         assert re.fullmatch(r"\d+ findable of \d+ probes", cell), (name, caption, cell)
                     elif label not in ("limit", "error"):
