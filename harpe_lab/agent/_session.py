@@ -18,8 +18,6 @@ from ._tools import Tool, _toolbox
 
 __all__ = ["ChatSession", "chat"]
 
-# --- the driver ------------------------------------------------------------------------------
-
 
 ContextFactory = Callable[[list], Any]
 

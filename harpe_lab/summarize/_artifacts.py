@@ -19,8 +19,6 @@ ARTIFACT_CATEGORIES = ("files", "commands", "numbers", "urls", "identifiers", "d
 versions, dates, amounts), URLs, code identifiers, and decision or constraint sentences."""
 
 
-# --- artifacts ---------------------------------------------------------------------------
-
 _TRAILING = ".,;:!?'\")]}>*"
 _URL = re.compile(r"\b(?:https?|ftp|file|wss?|ssh|git)://[^\s<>\"'`|\]}]+|\bwww\.[\w-]+\.[\w.-]+[^\s<>\"'`|\]}]*")
 _EXT = (
@@ -307,7 +305,6 @@ def messages_text(source: "str | Rendered | Iterable[Message]") -> str:
         body = messages_text(source.messages)
         return source.system + "\n\n" + body if source.system else body
     return "\n\n".join(text for _, text in _segments(source))
-
 
 
 def ordered_artifacts(text: str, *, decisions: bool = True) -> dict[str, tuple[str, ...]]:
