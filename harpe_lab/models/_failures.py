@@ -9,7 +9,6 @@ cached calls turn it into a `ModelError` with `explain`.
 
 from __future__ import annotations
 
-import email.utils
 import json
 import re
 import time
@@ -74,6 +73,8 @@ def _retry_after(exc: BaseException) -> float | None:
         return max(0.0, float(value))
     except ValueError:
         pass
+    import email.utils  # an HTTP date is rare; the module is slow to import
+
     try:
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError):
