@@ -43,6 +43,7 @@ JUDGE_SYSTEM = (
     "as the reference (paraphrase and extra detail are fine), INCORRECT otherwise."
 )
 """The judge's system prompt; its user message holds the question, reference and candidate."""
+
 ANSWER_COLUMNS = (
     "conversation", "strategy", "probe_id", "question", "answer", "category", "request", "tokens_at_probe",
     "context_reply", "full_reply", "context_exact", "full_exact", "context_match", "full_match",
