@@ -1,0 +1,31 @@
+"""Jupyter widgets: tune a strategy by dragging, step through what the model saw, compare.
+
+`Explorer` replays one conversation under one strategy and redraws as the sliders move;
+`Compare` shows several strategies side by side with their comparison table. Both are
+plain objects holding public ipywidgets controls (set ``.value`` from code or a test as a
+person would by dragging) and display as their ``widget``.
+
+The token plot is an ``ipywidgets.Image`` holding a PNG rendered by matplotlib's Agg
+canvas: it needs no front-end extension, so it works the same in JupyterLab, Notebook 7,
+VS Code and Voilà. Figures are `matplotlib.figure.Figure` objects that pyplot never sees,
+so a notebook never shows a stray copy. Replays are cached by strategy and parameters,
+and a redraw updates the existing artists' data.
+
+Strategies come from the preset registry (`harpe_lab.presets.PRESETS`): the widgets show
+the knobs of the picked preset only, with ranges from `Knob.range_for` of the conversation's
+largest full-history request, and never test a preset's name. Every count on screen (header,
+stats table, Compare table, plot markers) is `harpe_lab.replay.totals` of one replay's frame,
+in the report's number format (`harpe_lab.report.format_value`; see ``docs/glossary.md``).
+
+Every piece of transcript text shown as HTML goes through `html.escape`. A callback that
+fails writes its traceback to the ``errors`` Output widget and keeps it in ``last_error``;
+the Explorer then shows the error in place of its plot and blanks its numbers, so nothing on
+screen belongs to an earlier replay. In Compare, a strategy that raises is a row (and a
+panel) with its error.
+"""
+
+from ._compare import Compare
+from ._explorer import Explorer
+from ._render import message_text, render_request_html
+
+__all__ = ["Explorer", "Compare", "render_request_html", "message_text"]

@@ -1,0 +1,212 @@
+"""What the Explorer and Compare share: sources, callback plumbing, figures, knob checks."""
+
+from __future__ import annotations
+
+import io
+import traceback
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+from ..conversation import Conversation
+from ..errors import HarpeLabError
+
+
+def _sources(source: Any, with_datasets: bool = False) -> "OrderedDict[str, Callable[[], Conversation]]":
+    """Picker entries: label → loader. Conversations are taken as given; a string names a
+    bundled dataset or a file any importer reads. ``with_datasets`` appends every bundled
+    dataset (loaded when picked)."""
+    out: OrderedDict[str, Callable[[], Conversation]] = OrderedDict()
+
+    def add(label: str, loader: Callable[[], Conversation]) -> None:
+        base, k = label, 2
+        while label in out:
+            label, k = f"{base} ({k})", k + 1
+        out[label] = loader
+
+    def const(c: Conversation) -> Callable[[], Conversation]:
+        return lambda: c
+
+    if isinstance(source, Conversation):
+        add(source.id, const(source))
+    elif isinstance(source, Mapping):
+        for label, c in source.items():
+            if not isinstance(c, Conversation):
+                raise HarpeLabError(f"`source[{label!r}]` must be a Conversation, but {type(c).__name__} was passed.")
+            add(str(label), const(c))
+    elif isinstance(source, (str, Path)):
+        add(str(source), _string_loader(source))
+    elif isinstance(source, Sequence):
+        for k, c in enumerate(source):
+            if isinstance(c, Conversation):
+                add(c.id, const(c))
+            elif isinstance(c, (str, Path)):
+                add(str(c), _string_loader(c))
+            else:
+                raise HarpeLabError(f"`source[{k}]` must be a Conversation, a dataset name or a path, "
+                                    f"but {type(c).__name__} was passed.")  # fmt: skip
+    else:
+        raise HarpeLabError(
+            f"`source` must be a Conversation, a dataset name, a path, or a list or dict of those, "
+            f"but {type(source).__name__} was passed."
+        )
+    if not out:
+        raise HarpeLabError("`source` must name at least one conversation, but an empty collection was passed.")
+    if with_datasets:
+        from .. import datasets
+
+        for name in datasets.list_datasets():
+            label = f"dataset: {name}"
+            if label not in out and name not in out:
+                out[label] = (lambda n: lambda: datasets.load(n))(name)
+    return out
+
+
+def _first_conversation(value: Any, name: str) -> Conversation:
+    if isinstance(value, Conversation):
+        return value
+    if isinstance(value, Sequence) and value and isinstance(value[0], Conversation):
+        return value[0]
+    raise HarpeLabError(f"loading {name!r} gave {type(value).__name__}, not a Conversation")
+
+
+def _string_loader(source: str | Path) -> Callable[[], Conversation]:
+    text = str(source)
+    if isinstance(source, str) and not Path(text).exists():
+        from .. import datasets
+
+        names = datasets.list_datasets()
+        if text not in names:
+            raise HarpeLabError(f"`source` must be one of the bundled datasets {names} or an existing path, "
+                                f"but {text!r} was passed.")  # fmt: skip
+        return lambda: _first_conversation(datasets.load(text), text)
+
+    def load() -> Conversation:
+        from ..importers import load_any
+
+        return _first_conversation(load_any(text), text)
+
+    return load
+
+
+# --- shared machinery -------------------------------------------------------------------------
+
+
+class _Guarded:
+    """Callback plumbing shared by the widgets: errors go to an Output widget."""
+
+    errors: Any
+    last_error: BaseException | None
+
+    def _guard(self, fn: Callable[..., None]) -> Callable[..., None]:
+        def run(*args: Any, **kwargs: Any) -> None:
+            try:
+                fn(*args, **kwargs)
+            except Exception as exc:  # shown to the user in the errors widget, and kept
+                self.last_error = exc
+                self.errors.append_stderr("".join(traceback.format_exception(exc)))
+
+        return run
+
+    def _ok(self) -> None:
+        self.last_error = None
+        if self.errors.outputs:
+            self.errors.outputs = ()
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        return self.widget._repr_mimebundle_(**kwargs)
+
+
+def _png(fig: Any) -> bytes:
+    """Render ``fig`` once with Agg and encode the pixels as PNG.
+
+    Cheaper than ``savefig``: no dpi swap (which would invalidate the text layout cache)
+    and no second layout pass. compress_level 1: the PNG is sent once and thrown away,
+    so encoding speed beats size.
+    """
+    from PIL import Image
+
+    fig.canvas.draw()
+    buf = io.BytesIO()
+    Image.frombuffer("RGBA", fig.canvas.get_width_height(), fig.canvas.buffer_rgba(), "raw", "RGBA", 0, 1).save(
+        buf, format="png", compress_level=1
+    )
+    return buf.getvalue()
+
+
+def _figure(width: float, height: float, dpi: float, right: float = 0.98, left: float = 0.09) -> Any:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    # A bare Figure is never registered with pyplot: no double display, no leak in Gcf.
+    # Fixed margins rather than a layout engine: one draw per frame instead of two.
+    fig = Figure(figsize=(width, height), dpi=dpi)
+    fig.subplots_adjust(left=left, right=right, bottom=0.16, top=0.9)
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def _default_counter(counter: Any) -> Any:
+    if counter is not None:
+        return counter
+    from ..tokens import ApproxCounter
+
+    return ApproxCounter()
+
+
+def _nice_step(span: float) -> int:
+    raw = max(1.0, span / 200)
+    mag = 10 ** int(len(str(int(raw))) - 1)
+    return int(max(1, round(raw / mag) * mag))
+
+
+def _knob_specs() -> "OrderedDict[str, Any]":
+    """Every knob name in the registry, in registry order, with its first `Knob`."""
+    from ..presets import PRESETS
+
+    out: OrderedDict[str, Any] = OrderedDict()
+    for preset in PRESETS.values():
+        for k in preset.knobs:
+            out.setdefault(k.name, k)
+    return out
+
+
+def _check_knob(knob: Any, value: Any, param: str | None = None) -> int:
+    """``value`` checked by ``knob`` (integral floats accepted), as a seaborn-style error."""
+    from ..errors import StrategyError
+
+    try:
+        return knob.check(value)
+    except StrategyError:
+        upper = "" if knob.maximum is None else f" and <= {knob.maximum:,}"
+        raise HarpeLabError(f"`{param or knob.name}` must be a whole number of {knob.unit} >= {knob.minimum:,}{upper}, "
+                            f"but {value!r} was passed.") from None  # fmt: skip
+
+
+def _check_positive(name: str, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise HarpeLabError(f"`{name}` must be a positive number, but {value!r} was passed.")
+
+
+def _check_preset(name: Any, param: str = "strategy") -> Any:
+    from ..presets import PRESETS
+
+    if not isinstance(name, str) or name not in PRESETS:
+        raise HarpeLabError(f"`{param}` must be one of {list(PRESETS)}, but {name!r} was passed.")
+    return PRESETS[name]
+
+
+def _full_history_peak(conversation: Conversation, counter: Any) -> int:
+    """The largest request the full history makes: what `Knob.range_for` scales by."""
+    from ..presets import get_preset
+    from ..replay import replay
+
+    full = replay(conversation, get_preset("full").build(system=conversation.system, counter=counter),
+                  counter=counter, name="full")  # fmt: skip
+    return int(full.requests["input_tokens"].max()) if len(full) else 1000
+
+
+def _limit_tokens(limit: int | str) -> int:
+    from ..plots import model_input_limit
+
+    return model_input_limit(limit)
