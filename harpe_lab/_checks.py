@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 from .errors import StrategyError
-from .messages import Message, Rendered
+from .messages import AssistantMessage, Message, Rendered, ToolResults
 from .protocol import Limit
 from .tokens import REPLY_PRIMING, _Counter
 
@@ -20,6 +20,16 @@ def _additive(counter: Any) -> bool:
         getattr(cls, name) is getattr(_Counter, name)
         for name in ("count_rendered", "count_messages", "count_system", "count_tools")
     )
+
+
+def _answers(sent: Message, original: Message) -> bool:
+    """Whether ``sent`` stands where ``original`` (a reply with calls, or the results that
+    answer one) belongs: the original itself, or a stand-in of its kind with the same ids."""
+    if sent is original:
+        return True
+    if isinstance(original, AssistantMessage):
+        return isinstance(sent, AssistantMessage) and [c.id for c in sent.calls] == [c.id for c in original.calls]
+    return isinstance(sent, ToolResults) and [r.id for r in sent.results] == [r.id for r in original.results]
 
 
 class Invariants:
@@ -53,7 +63,8 @@ class Invariants:
     def pairs_kept(self, msgs: Sequence[Message], i: int, start: int = 0, stop: int | None = None) -> None:
         """A reply with tool calls is followed by the results that answer it, and results
         never come without their call (checked from ``start`` to ``stop``; the rest was
-        checked before)."""
+        checked before). The partner may be a stand-in the strategy made (a masked
+        observation, a cleared call) as long as it carries the same call ids."""
         pairs = self.pairs
         n = len(msgs)
         for k in range(start, n if stop is None else min(stop, n)):
@@ -62,9 +73,9 @@ class Invariants:
             if pair is None:
                 continue
             call, results = pair
-            if m is call and (k + 1 == n or msgs[k + 1] is not results):
+            if m is call and (k + 1 == n or not _answers(msgs[k + 1], results)):
                 raise StrategyError(f"{self.strategy} separated a tool call from its results at request {i}")
-            if m is results and (k == 0 or msgs[k - 1] is not call):
+            if m is results and (k == 0 or not _answers(msgs[k - 1], call)):
                 raise StrategyError(f"{self.strategy} sent tool results without the call they answer at request {i}")
 
     def budget_kept(self, system: str, messages: Sequence[Message], messages_tokens: int, i: int) -> None:

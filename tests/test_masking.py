@@ -23,6 +23,7 @@ from editing_support import (
     user,
 )
 from harpe_lab import datasets
+from harpe_lab.conversation import Conversation, Turn
 from harpe_lab.errors import StrategyError
 from harpe_lab.messages import ToolResult, ToolResults
 from harpe_lab.replay import replay
@@ -207,16 +208,28 @@ class TestInTheEngine:
             ctx.append(m)
         assert ctx.compact().compacted  # round a was elided
 
-    def test_the_call_of_an_elided_round_is_sent_as_an_equal_copy(self):
-        # the engine pairs calls with results by identity (see harpe_lab.strategies.editing)
+    def test_the_call_of_an_elided_round_is_sent_as_it_was(self):
+        # the engine pairs a call with a stand-in for its results by their call ids
         msgs = _session(3)
         ctx = EditContext(SYSTEM, LastNObservations(n=1))
         ctx.begin_turn(msgs[0])
         for m in msgs[1:]:
             ctx.append(m)
         sent = ctx.compact().rendered.messages
-        assert sent[1] == msgs[1] and sent[1] is not msgs[1]
+        assert sent[1] is msgs[1] and sent[2] is not msgs[2]
         assert sent[-2] is msgs[-2] and sent[-1] is msgs[-1]
+
+    def test_only_the_stand_ins_count_as_made_up(self):
+        msgs = _session(6)
+        conversation = Conversation((Turn(msgs[0], tuple(msgs[1:])),))
+        counter = BytesCounter()
+        rp = replay(conversation, lambda: EditContext(SYSTEM, LastNObservations(n=1)), counter=counter)
+        i = len(rp) - 1
+        originals = {id(m) for m in msgs}
+        stand_ins = [m for m in rp.rendered(i).messages if id(m) not in originals]
+        assert stand_ins and all(isinstance(m, ToolResults) for m in stand_ins)  # calls go as they were
+        assert rp.requests["summary_tokens"].iloc[i] == sum(counter.count_message(m) for m in stand_ins)
+        assert list(rp.kept(i).values()).count("dropped") == len(stand_ins)
 
     def test_a_policy_that_drops_a_message_is_refused(self):
         ctx = EditContext(SYSTEM, lambda ms: ms[1:])

@@ -15,16 +15,13 @@ one it sent for the same original before, the earlier object is sent again, and 
 that only grew reports ``compacted=False`` (the provider's cached prefix survives). A
 request that edited something it had already sent reports ``compacted=True``.
 
-A stand-in results message next to an unchanged call (or the reverse) is sent with a copy
-of its partner, equal in value: the engine pairs a call with its results by identity, so it
-would otherwise see an original call "separated" from its results. The copy counts as a
-made-up message in the frame (its tokens are in ``summary_tokens``, its original in
-``messages_dropped``).
+A stand-in results message is sent next to its original call (and the reverse): the engine
+pairs a call with its results by their call ids, so only the stand-in counts as made up in
+the frame (its tokens in ``summary_tokens``, its original in ``messages_dropped``).
 """
 
 from __future__ import annotations
 
-import dataclasses
 from itertools import chain
 from typing import Callable, Iterable, Sequence
 
@@ -99,7 +96,6 @@ class EditContext:
         # id(original) -> (original, the stand-in last sent for it); the original is held so
         # its id cannot be reused by another object
         self._standins: dict[int, tuple[Message, Message]] = {}
-        self._copies: dict[int, tuple[Message, Message]] = {}
 
     @property
     def transcript(self) -> tuple[Message, ...]:
@@ -135,14 +131,6 @@ class EditContext:
         for k, (m, o) in enumerate(zip(seq, out)):
             if o is not m:
                 out[k] = self._stable(self._standins, m, o)
-        # a call and its results are both originals or both stand-ins (see the module doc)
-        for k in range(1, len(seq)):
-            call, results = seq[k - 1], seq[k]
-            if not (isinstance(call, AssistantMessage) and call.calls and isinstance(results, ToolResults)):
-                continue
-            if (out[k - 1] is call) != (out[k] is results):
-                j = k - 1 if out[k - 1] is call else k
-                out[j] = self._stable(self._copies, seq[j], dataclasses.replace(seq[j]))
         return tuple(out)
 
     def compact(self) -> Compaction:
