@@ -211,6 +211,29 @@ def _autogen_token_limited(*, counter: Any, system: str, tools: tuple, budget: i
     return lambda: policy.context(system)
 
 
+def _masking(*, system: str, n: int, polling: int, **_: Any) -> Factory:
+    from .strategies.masking import LastNObservations
+
+    policy = LastNObservations(n=n, polling=polling)
+    return lambda: policy.context(system)
+
+
+def _trimming(*, system: str, recent_turns: int, max_output_chars: int, preview_chars: int, **_: Any) -> Factory:
+    from .strategies.trimming import ToolOutputTrimmer
+
+    policy = ToolOutputTrimmer(recent_turns=recent_turns, max_output_chars=max_output_chars,
+                               preview_chars=preview_chars)  # fmt: skip
+    return lambda: policy.context(system)
+
+
+def _clearing(*, counter: Any, system: str, tools: tuple, high_water: int, keep: int, clear_at_least: int,
+              **_: Any) -> Factory:
+    from .strategies.clearing import ClearToolUses
+
+    policy = ClearToolUses(trigger=high_water, keep=keep, clear_at_least=clear_at_least)
+    return lambda: policy.context(system, counter=counter, tools=tools)
+
+
 def _budget(help: str) -> Knob:
     return Knob(name="budget", unit="tokens", default=DEFAULT_BUDGET, minimum=1, scales=True, help=help)
 
@@ -272,6 +295,38 @@ _ALL = (
            needs=frozenset({"counter"}), limit_kind="target", _make=_autogen_token_limited,
            note="keeps the first messages and the newest; goes over only when the newest message (with its call) "
                 "does not fit beside what AutoGen kept"),
+    Preset(name="masking", family="swe-agent",
+           description="SWE-agent's LastNObservations: tool outputs older than the last n replaced by "
+                       "\"Old environment output: (N lines omitted)\"",
+           knobs=(Knob(name="n", unit="tool rounds", default=10, minimum=1,
+                       help="the newest tool observations kept verbatim (10: \"The Complexity Trap\"; "
+                            "SWE-agent's own config uses 5)"),
+                  Knob(name="polling", unit="steps", default=1, minimum=1,
+                       help="the cut moves once every polling observations (n to n + polling - 1 kept)")),
+           _make=_masking, note="edits old tool results: the cached prefix breaks each time the cut moves; "
+                                "no limit declared"),
+    Preset(name="trimming", family="openai-agents",
+           description="The Agents SDK's ToolOutputTrimmer: tool outputs before the last recent_turns user "
+                       "messages cut to a preview",
+           knobs=(Knob(name="recent_turns", unit="user turns", default=2, minimum=1,
+                       help="user messages (and all after them) never trimmed"),
+                  Knob(name="max_output_chars", unit="characters", default=500, minimum=1,
+                       help="older outputs longer than this are trimmed"),
+                  Knob(name="preview_chars", unit="characters", default=200, minimum=0,
+                       help="characters kept as a preview")),
+           _make=_trimming, note="works between user turns only: inside one long agent turn nothing is trimmed; "
+                                 "no limit declared"),
+    Preset(name="clearing", family="anthropic",
+           description="Anthropic's clear_tool_uses_20250919: above the trigger, all but the newest keep tool "
+                       "results replaced by \"[cleared]\"",
+           knobs=(Knob(name="high_water", unit="tokens", default=100_000, scales=True,
+                       help="the trigger: the whole request's input tokens above which results are cleared"),
+                  Knob(name="keep", unit="tool uses", default=3, minimum=0, help="the newest tool uses kept verbatim"),
+                  Knob(name="clear_at_least", unit="tokens", default=0, minimum=0, scales=True,
+                       help="an edit freeing fewer tokens is not applied (0: any)")),
+           needs=frozenset({"counter"}), limit_kind="high_water", _make=_clearing,
+           note="recomputed at every request above the trigger: once past it, the cached prefix breaks at almost "
+                "every request"),
 )
 
 PRESETS: Mapping[str, Preset] = {p.name: p for p in _ALL}

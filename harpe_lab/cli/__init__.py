@@ -25,7 +25,7 @@ import os
 import sys
 import traceback
 from importlib import import_module
-from typing import NoReturn, Sequence
+from typing import Any, NoReturn, Sequence
 
 from ..errors import HarpeLabError
 
@@ -42,8 +42,21 @@ class UsageError(HarpeLabError):
     """The command line itself is wrong (an unknown name, a value out of range): exit 2."""
 
 
+class _Formatter(argparse.HelpFormatter):
+    """Wraps help text at spaces only: preset names such as ``autogen-head-and-tail`` stay whole."""
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        import textwrap
+
+        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False)
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse, but a usage error is one line naming the command and pointing to --help."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _Formatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         message = " ".join(message.split())
