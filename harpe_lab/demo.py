@@ -108,7 +108,7 @@ def run_demo(out: str | Path = "out/report", *, fractions: tuple[float, ...] = D
     from . import datasets as bundled
     from .evaluate import compare, retention, with_probe_turn
     from .plots import plot_context_map, plot_strategies, plot_token_use
-    from .pricing import Pricing
+    from .models import Pricing
     from .report import (ReportSection, format_frame, limit_sentence, limit_table, retention_by_category,
                          totals_table, write_report)
     from .tokens import TiktokenCounter

@@ -44,7 +44,6 @@ __all__ = [
     "compaction_requests",
     "summary_requests",
     "FAR_ABOVE",
-    "model_input_limit",
     "pareto_front",
     "BAND_COLUMNS",
     "STATE_COLORS",
@@ -149,31 +148,6 @@ def _off_scale_text(ax: Any) -> Any:
                    bbox=dict(boxstyle="round,pad=0.25", fc="white", ec="#bbbbbb", alpha=0.9))  # fmt: skip
 
 
-def model_input_limit(limit: int | str) -> int:
-    """``limit`` as a token count: an int is returned as is, a model name is looked up in
-    litellm's offline model table (``max_input_tokens``; ``openai/gpt-4o`` or ``gpt-4o``)."""
-    if isinstance(limit, bool) or not isinstance(limit, (int, str)):
-        raise HarpeLabError(f"`limit` must be a token count or a model name, but {limit!r} was passed.")
-    if isinstance(limit, int):
-        if limit <= 0:
-            raise HarpeLabError(f"`limit` must be a positive token count, but {limit!r} was passed.")
-        return limit
-    from ._litellm import litellm
-
-    table = litellm().model_cost
-    for key in (limit, limit.split("/", 1)[-1]):
-        entry = table.get(key) or {}
-        value = entry.get("max_input_tokens") or entry.get("max_tokens")
-        if value:
-            return int(value)
-    stem = limit.split("/")[-1][:6]
-    close = sorted(k for k in table if stem and stem in k)[:8]
-    raise HarpeLabError(
-        f"`limit` must be a token count or a model name in litellm's model table, but {limit!r} was "
-        f"passed; similar names: {', '.join(close) or 'none'}."
-    )
-
-
 def _band_verts(x: Any, lo: Any, hi: Any) -> Any:
     """The outline of a band between ``lo`` and ``hi`` drawn as steps centred on ``x``
     (each request is one step wide), as one polygon for a PolyCollection."""
@@ -257,6 +231,8 @@ class TokenUsePlot:
         for line, value in ((self.high, high), (self.low, low_water)):
             if value is not None:
                 line.set_ydata([value, value])
+        from .models import model_input_limit
+
         cap = None if limit is None else model_input_limit(limit)
         cap_name = limit_label or (f"model limit ({limit})" if isinstance(limit, str) else "limit")
         if cap is not None:

@@ -14,7 +14,7 @@ from harpe_lab import datasets
 from harpe_lab.demo import DEMO_FRACTIONS, DEMO_PRICING, DEMO_STRATEGIES, TABLE_COLUMNS, demo_replays, run_demo
 from harpe_lab.evaluate import with_probe_turn
 from harpe_lab.presets import PRESETS
-from harpe_lab.pricing import Pricing
+from harpe_lab.models import Pricing
 from harpe_lab.replay import totals
 from harpe_lab.report import (
     COLUMN_LABELS,

@@ -155,7 +155,7 @@ class TestTokenUse:
         assert "limit" not in labels  # no legend entry for a line that is not drawn
 
     def test_limit_as_a_model_name_reads_litellms_table(self):
-        from harpe_lab._litellm import litellm
+        from harpe_lab.models._litellm import litellm
 
         expected = litellm().model_cost["gpt-4o"]["max_input_tokens"]
         ax = plots.plot_token_use(_full(_conversation(3)), limit="openai/gpt-4o")

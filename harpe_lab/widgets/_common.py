@@ -11,6 +11,8 @@ from typing import Any, Callable, Mapping, Sequence
 from ..conversation import Conversation
 from ..errors import HarpeLabError
 
+__all__: list[str] = []
+
 
 def _sources(source: Any, with_datasets: bool = False) -> "OrderedDict[str, Callable[[], Conversation]]":
     """Picker entries: label → loader. Conversations are taken as given; a string names a
@@ -207,6 +209,6 @@ def _full_history_peak(conversation: Conversation, counter: Any) -> int:
 
 
 def _limit_tokens(limit: int | str) -> int:
-    from ..plots import model_input_limit
+    from ..models import model_input_limit
 
     return model_input_limit(limit)

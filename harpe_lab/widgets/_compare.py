@@ -10,6 +10,8 @@ from ._common import (_Guarded, _check_knob, _check_positive, _check_preset, _de
                       _full_history_peak, _knob_specs, _nice_step, _png)
 from ._render import _CSS, _error_html
 
+__all__ = ["Compare"]
+
 
 _COMPARE_COLUMNS = ("strategy", "requests", "input_tokens_sum", "input_tokens_median", "input_tokens_max",
                     "compactions", "summaries", "overshoots", "overshoot_tokens_max", "distill_calls",

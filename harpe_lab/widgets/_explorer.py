@@ -13,6 +13,8 @@ from ._common import (_Guarded, _check_knob, _check_positive, _check_preset, _de
                       _full_history_peak, _knob_specs, _limit_tokens, _nice_step, _png, _sources)
 from ._render import _COUNTS, _error_html, _summary_html, render_request_html
 
+__all__ = ["Explorer"]
+
 
 class Explorer(_Guarded):
     """Replay a conversation under a strategy and tune it by dragging.
@@ -48,7 +50,8 @@ class Explorer(_Guarded):
                  figsize: tuple[float, float] = (9.0, 3.6), cache_size: int = 256, **knobs: Any) -> None:
         import ipywidgets as w
 
-        from ..plots import TokenUsePlot, model_input_limit
+        from ..models import model_input_limit
+        from ..plots import TokenUsePlot
         from ..presets import PRESETS
 
         preset = _check_preset(strategy)

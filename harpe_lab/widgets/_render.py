@@ -9,6 +9,8 @@ from typing import Any, Mapping
 from ..errors import HarpeLabError
 from ..messages import AssistantMessage, Message, ToolResults, UserInput
 
+__all__ = ["message_text", "render_request_html"]
+
 
 _MAX_SHOWN_SENT = 60  # the request view lists at most this many verbatim messages
 _SNIPPET = 600  # characters of each message shown in the request view
