@@ -198,8 +198,10 @@ def _cell(column: str, text: Any) -> str:
     body = html.escape(str(text))
     if column == "strategy":
         return f"<td>{body.replace('@', '@<wbr>')}</td>"
-    if column in ("error", "limit") or column not in COLUMN_LABELS:
+    if column in ("error", "limit"):
         return f"<td class='text'>{body}</td>"
+    if column not in COLUMN_LABELS:  # e.g. a probe category: short, may wrap at its spaces
+        return f"<td class='free'>{body}</td>"
     return f"<td>{body}</td>"
 
 
@@ -309,6 +311,7 @@ th { background: #f4f4f4; vertical-align: bottom; font-weight: 600; }
 td { font-variant-numeric: tabular-nums; }
 td:first-child, th:first-child { text-align: left; }
 td.text { text-align: left; overflow-wrap: anywhere; min-width: 12rem; }
+td.free { text-align: left; }
 img { max-width: 100%; border: 1px solid #eee; margin: 0.5rem 0; }
 .note { color: #555; font-size: 0.9rem; }
 ul.limits li { margin: 0.2rem 0; }

@@ -786,7 +786,8 @@ class TestPublicSurface:
         import harpe_lab.strategies as strategies
         from harpe_lab.strategies import laser, orion
 
-        assert set(strategies.__all__) == {"laser", "orion", *orion.__all__, *laser.__all__}
+        families = {"autogen", "clearing", "editing", "laser", "masking", "orion", "trimming"}
+        assert set(strategies.__all__) == {*families, *orion.__all__, *laser.__all__}
         assert len(strategies.__all__) == len(set(strategies.__all__))
         for module in (strategies, orion, laser):
             assert all(hasattr(module, name) for name in module.__all__)
