@@ -673,6 +673,15 @@ class TestLLMDistiller:
         assert rp.requests["messages_dropped"].max() == 0
         assert rp.summary(len(rp) - 1) == ""
 
+    def test_fresh_has_no_calls_and_shares_the_disk_cache(self, openai_server, tmp_path):
+        openai_server.script(Reply.text("a summary", prompt_tokens=9, completion_tokens=2))
+        d = llm(openai_server, tmp_path, on_error="skip")
+        request = harpe_request([UserInput("x")])
+        assert d(request) == "a summary"
+        again = d.fresh()
+        assert again is not d and again.calls == [] and again.on_error == "skip"
+        assert again(request) == "a summary" and openai_server.request_count == 1  # served from disk
+
     def test_async_call_shares_the_cache(self, openai_server, tmp_path):
         openai_server.script(Reply.text("async summary", prompt_tokens=9, completion_tokens=2))
         d = llm(openai_server, tmp_path)
