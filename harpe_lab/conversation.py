@@ -186,13 +186,6 @@ class Conversation:
         fields.update(changes)
         return Conversation(**fields)
 
-    @classmethod
-    def from_journal(cls, path: Any, **options: Any) -> "Conversation":
-        """Read a Harpe journal (any generation) into a conversation."""
-        from .importers.harpe import load_harpe
-
-        return load_harpe(path, **options)
-
     def summary(self) -> dict[str, int]:
         """Counts a user wants first: turns, messages, tool calls, recorded usage rows."""
         msgs = self.messages()

@@ -606,7 +606,6 @@ class TestImporter:
         assert c.turns[1].metadata["request"] == {"text": "and now crash"}
         assert c.turns[1].metadata["terminated"] is False
         assert c.metadata["format"] == "harpe" and c.metadata["generations"] == ("G5",)
-        assert Conversation.from_journal(GOLDEN / "g5.jsonl").turns == c.turns
 
     def test_session_path_gives_a_dated_id(self, tmp_path):
         from harpe_lab.importers.harpe import load_harpe

@@ -365,14 +365,14 @@ class TestFromJournal:
         import json
         from pathlib import Path
 
-        from harpe_lab.conversation import Conversation
+        from harpe_lab.importers.harpe import load_harpe
 
         path = Path(__file__).parent / "data" / "journals" / "g5.jsonl"
         lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
         messages = [self._decode(e["fields"]) for e in lines
                     if e["event"] == "harpe.turn.message" and "app.session=alpha" in e["context"]]
         u1, a1, r1, a2, u2, a3, u3 = messages
-        rp = replay(Conversation.from_journal(path), lambda: FullContext("sys"), counter=COUNTER)
+        rp = replay(load_harpe(path), lambda: FullContext("sys"), counter=COUNTER)
         # the unbracketed "nightly cleanup" turn is not part of the session; the unterminated
         # second turn keeps its reply while it runs, and is rolled back to its input after
         assert [list(rp.rendered(i).messages) for i in range(len(rp))] == [
