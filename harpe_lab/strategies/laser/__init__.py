@@ -1,0 +1,60 @@
+"""Laser's context policies: pure functions from a message list to the messages a model sees.
+
+A *policy* is a frozen, validated callable ``policy(messages) -> tuple[Message, ...]``:
+
+* `LastN` keeps the last ``n`` messages;
+* `TokenBudget` keeps the newest messages whose estimated tokens fit ``max_tokens``
+  (always at least one);
+* `Chain` applies policies in order, each to the previous one's output.
+
+Every policy here keeps a *tail* of its input, and a tail can begin with tool results
+whose call was cut off — a request no provider accepts. So a window never starts with
+`ToolResults`: its start moves forward past them. If that would leave nothing (the tail
+was only tool results), it moves back instead, to the assistant message that made the
+calls; that is the one case where a policy returns more than ``n`` messages or more than
+its budget. Policies never mutate their input, and applying one to its own output changes
+nothing.
+
+Around them: `block` (the last messages as one text block), `assemble` (apply a policy
+and record a `Manifest` of what the model received), `fold` with bounds (`Last`,
+`After`, `UpTo`, `Whole`) over a message log, `Memory` (facts a ``remember`` tool
+recorded, folded from the log), and `PolicyContext`, which runs any policy through
+Harpe's context lifecycle for `harpe_lab.replay.replay`.
+
+Layout (one concept per module, each importing only those above it):
+
+* ``_policies``: `LastN`, `TokenBudget`, `MessagePrice`, `Chain`, `message_text`, `block`
+* ``_manifest``: `Manifest`, `assemble`
+* ``_folds``: `fold` and its bounds (`Last`, `After`, `UpTo`, `Whole`)
+* ``_memory``: `Memory`
+* ``_context``: `PolicyContext`
+"""
+
+from __future__ import annotations
+
+from ._context import PolicyContext
+from ._folds import After, Bound, Checkpoint, Last, UpTo, Whole, fold
+from ._manifest import Manifest, assemble
+from ._memory import Memory
+from ._policies import Chain, LastN, MessagePrice, Policy, TokenBudget, block, message_text
+
+__all__ = [
+    "Policy",
+    "LastN",
+    "TokenBudget",
+    "MessagePrice",
+    "Chain",
+    "message_text",
+    "block",
+    "Manifest",
+    "assemble",
+    "Checkpoint",
+    "Bound",
+    "Last",
+    "After",
+    "UpTo",
+    "Whole",
+    "fold",
+    "Memory",
+    "PolicyContext",
+]

@@ -1,0 +1,202 @@
+"""`OrionContext`: an orion window run through Harpe's context lifecycle, and the events
+it reports (`ContextBudget`, `StrategyWarning`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import chain
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+from ...errors import StrategyError
+from ...messages import Message, Rendered, Usage, UserInput
+from ...protocol import Compaction, ContextCompacted, EventHub, Limit, MeteredDistill
+from ._window import _MESSAGE_TYPES, SlidingWindow, SummarizeWindow, Window, _choose, _fold, _messages, _TurnIndex
+
+__all__ = ["OrionContext", "ContextBudget", "StrategyWarning"]
+
+
+# --- events -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ContextBudget:
+    """Event: what one request (one `OrionContext.compact`) used of the window's budget.
+
+    ``used_tokens`` is the counter's price of the whole request (system prompt, messages,
+    tool schemas, reply priming); ``max_tokens`` the window's ``max_tokens`` (the request
+    itself is promised to stay within ``max_tokens - reserve_tokens``);
+    ``messages_in_context`` counts the request's messages (a summary message included);
+    ``messages_pruned`` the stored messages it does not carry verbatim.
+    """
+
+    used_tokens: int
+    max_tokens: int
+    messages_in_context: int
+    messages_pruned: int
+
+
+@dataclass(frozen=True)
+class StrategyWarning:
+    """Event: a strategy could not do what it is configured to and did something weaker.
+
+    `OrionContext` emits it when ``distill`` fails (raises, returns ``None`` or writes a
+    summary too long to fit): that request goes out as a plain sliding window and the fold
+    is tried again at the next compaction.
+    """
+
+    message: str
+
+
+# --- the context --------------------------------------------------------------------------
+
+
+def _continues(sent: tuple[Message, ...], since: list[Message], new: tuple[Message, ...]) -> bool:
+    """Whether ``new`` is the previous request followed by the messages appended since
+    (by identity), i.e. the provider session can simply go on."""
+    if len(new) != len(sent) + len(since):
+        return False
+    return all(a is b for a, b in zip(new, chain(sent, since)))
+
+
+class OrionContext:
+    """Run an orion window (`SlidingWindow` or `SummarizeWindow`) through Harpe's context
+    lifecycle, over a stored transcript that is never shortened.
+
+    Every `compact` selects afresh with the window and reports ``compacted=True`` exactly
+    when the new request is not the previous request followed by the messages appended
+    since — when the window slid or a summary was folded — so an engine that otherwise
+    extends its provider session stays faithful. Each compact emits `ContextBudget` to
+    ``on_event``; a fold emits `ContextCompacted` (messages folded); a distill fallback
+    emits `StrategyWarning`. `abort_turn` restores the transcript to before the turn plus
+    its user input, and the summary to what it was at the turn's start.
+
+    Capabilities it declares (`harpe_lab.protocol`): ``limit`` (a budget of
+    ``max_request_tokens`` that no request exceeds, priced by the window's counter with
+    ``tools``), ``base_system`` and ``summary``, and ``subscribe`` for its events (the
+    window's distill calls are reported as `DistillCall`).
+    """
+
+    def __init__(
+        self,
+        base_system: str,
+        window: Window,
+        *,
+        tools: Sequence[Mapping[str, Any]] = (),
+        initial: Iterable[Message] = (),
+        on_event: Callable[[object], None] | None = None,
+    ) -> None:
+        if not isinstance(base_system, str):
+            raise StrategyError(f"base_system must be a str, got {type(base_system).__name__}")
+        if not isinstance(window, (SlidingWindow, SummarizeWindow)):
+            raise StrategyError(f"window must be an orion SlidingWindow or SummarizeWindow, got {window!r}")
+        tools = tuple(tools)
+        for i, schema in enumerate(tools):
+            if not isinstance(schema, Mapping):
+                raise StrategyError(f"tools[{i}] must be an OpenAI tool schema (a dict), got {schema!r}")
+        start = list(_messages(tuple(initial)))
+        self.base_system = base_system
+        self.window = window
+        self.tools = tools
+        self._events = EventHub(on_event)
+        self._distill = MeteredDistill(window.distill, self._events) if isinstance(window, SummarizeWindow) else None
+        # orion prices requests itself; the provider's report is kept only as a record
+        self.last_input_tokens = 0
+        self._transcript = start
+        self._live = _TurnIndex(window.counter, start)  # not folded into the summary
+        self._summary: str | None = None
+        self._head: UserInput | None = None
+        self._marked: tuple[list[Message], list[Message], str | None, UserInput | None] = (
+            list(start), list(start), None, None
+        )  # fmt: skip
+        self._turn_input: UserInput | None = None
+        self._sent: tuple[Message, ...] = ()
+        self._since: list[Message] = list(start)
+
+    @property
+    def max_request_tokens(self) -> int:
+        """The window's promise: no request exceeds ``max_tokens - reserve_tokens``."""
+        return self.window.max_tokens - self.window.reserve_tokens
+
+    @property
+    def counter(self) -> Any:
+        """The window's counter (what ``max_request_tokens`` is measured with)."""
+        return self.window.counter
+
+    @property
+    def limit(self) -> Limit:
+        """The window's promise, as a hard budget."""
+        return Limit(tokens=self.max_request_tokens, kind="budget", counter=self.window.counter, tools=self.tools)
+
+    def subscribe(self, sink: Callable[[object], None]) -> None:
+        """Also report every event to ``sink``."""
+        self._events.subscribe(sink)
+
+    @property
+    def summary(self) -> str:
+        """The running summary ("" before the first fold, and for a `SlidingWindow`)."""
+        return self._summary or ""
+
+    @property
+    def transcript(self) -> tuple[Message, ...]:
+        """The whole stored history (a copy)."""
+        return tuple(self._transcript)
+
+    def begin_turn(self, input: UserInput) -> None:
+        if not isinstance(input, UserInput):
+            raise TypeError(f"begin_turn takes a UserInput, got {type(input).__name__}")
+        self._marked = (list(self._transcript), list(self._live.messages), self._summary, self._head)
+        self._turn_input = input
+        self._add(input)
+
+    def append(self, message: Message) -> None:
+        if not isinstance(message, _MESSAGE_TYPES):
+            raise TypeError(f"append takes a harpe_lab message, got {type(message).__name__}")
+        self._add(message)
+
+    def _add(self, message: Message) -> None:
+        self._transcript.append(message)
+        self._live.add(message)
+        self._since.append(message)
+
+    def compact(self) -> Compaction:
+        window = self.window
+        warning = None
+        folded = 0
+        if isinstance(window, SummarizeWindow):
+            f = _fold(window, self._distill, self._live, self.base_system, self.tools, self._summary, self._head)
+            if f.index is not None:
+                self._live, self._summary, self._head = f.index, f.summary, f.head
+            chosen, warning, folded = f.chosen, f.warning, f.folded
+        else:
+            chosen = _choose(window, self._live, self.base_system, self.tools, None, "SlidingWindow")
+        rendered = Rendered(self.base_system, chosen.messages)
+        compacted = not _continues(self._sent, self._since, chosen.messages)
+        self._sent, self._since = chosen.messages, []
+        if warning is not None:
+            self._emit(StrategyWarning(warning))
+        if folded:
+            self._emit(ContextCompacted(folded))
+        originals = len(chosen.messages) - (self._head is not None)
+        pruned = len(self._transcript) - originals
+        self._emit(ContextBudget(chosen.tokens, window.max_tokens, len(chosen.messages), pruned))
+        return Compaction(rendered, compacted)
+
+    def observe(self, usage: Usage) -> None:
+        self.last_input_tokens = usage.input_tokens
+
+    def commit_turn(self) -> None:
+        self._turn_input = None
+
+    def abort_turn(self) -> None:
+        transcript, live, self._summary, self._head = self._marked
+        tail = [] if self._turn_input is None else [self._turn_input]
+        self._transcript = transcript + tail
+        self._live = _TurnIndex(self.window.counter, live + tail)
+        self._turn_input = None
+        self._since = []
+
+    def _emit(self, event: object) -> None:
+        self._events.emit(event)
+
+    def __repr__(self) -> str:
+        return f"OrionContext({type(self.window).__name__}, {len(self._transcript)} messages)"
