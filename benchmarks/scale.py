@@ -53,7 +53,7 @@ def chain(budget: int) -> Any:
 
 def summarizing(budget: int) -> Any:
     """Harpe's SummarizingContext with the offline ExtractiveDistiller."""
-    from harpe_lab.context import SummarizingContext
+    from harpe_lab.strategies.harpe import SummarizingContext
     from harpe_lab.summarize import ExtractiveDistiller
 
     return SummarizingContext(SYSTEM, high_water_tokens=budget, low_water_chars=2 * budget,

@@ -10,7 +10,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
-from .context import (
+from .strategies.harpe import (
     Compaction,
     Context,
     ContextCompacted,

@@ -36,7 +36,7 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Literal, Mapping, Sequence
 
-from .context import FullContext
+from .strategies.harpe import FullContext
 from .conversation import Conversation
 from .errors import HarpeLabError
 from .messages import AssistantMessage

@@ -19,7 +19,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
-from .context import CHARS_PER_TOKEN, FullContext, SummarizingContext, TurnContext, WindowedContext
+from .strategies.harpe import CHARS_PER_TOKEN, FullContext, SummarizingContext, TurnContext, WindowedContext
 from .errors import StrategyError
 from .messages import Rendered
 from .protocol import Distill, Limit, LimitKind, fresh_distiller

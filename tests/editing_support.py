@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 import pytest
 
 from conftest import REAL_DATA
-from harpe_lab.context import FullContext
+from harpe_lab.strategies.harpe import FullContext
 from harpe_lab.conversation import Conversation, Turn
 from harpe_lab.messages import AssistantMessage, Attachment, ToolCall, ToolResult, ToolResults, UserInput
 from harpe_lab.replay import replay

@@ -30,7 +30,7 @@ from harpe_lab.agent import (
     retry_delay,
 )
 from harpe_lab.cli.chat import cli_chat
-from harpe_lab.context import SUMMARY_HEADER, FullContext, SummarizingContext, WindowedContext
+from harpe_lab.strategies.harpe import SUMMARY_HEADER, FullContext, SummarizingContext, WindowedContext
 from harpe_lab.importers.harpe import load_harpe
 from harpe_lab.journal import Journal, JsonlLogger
 from harpe_lab.messages import AssistantMessage, UserInput, from_openai, strip_harpe_keys, to_openai

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harpe_lab.context import (
+from harpe_lab.strategies.harpe import (
     DISTILL_SYSTEM,
     SUMMARY_HEADER,
     Compaction,

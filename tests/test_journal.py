@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from harpe_lab.cli import main
-from harpe_lab.context import truncate
+from harpe_lab.strategies.harpe import truncate
 from harpe_lab.errors import JournalError, MissingJournalError
 from harpe_lab.journal import (
     Entry,

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harpe_lab.context import truncate
+from harpe_lab.strategies.harpe import truncate
 from harpe_lab.importers.harpe import load_harpe, to_journal
 from harpe_lab.journal import Journal, JsonlLogger, TurnLog, read_entries
 from harpe_lab.messages import AssistantMessage, Attachment, ToolCall, ToolResult, ToolResults, Usage, UserInput

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harpe_lab.context import Compaction
+from harpe_lab.strategies.harpe import Compaction
 from harpe_lab.conversation import Conversation, Turn
 from harpe_lab.errors import StrategyError
 from harpe_lab.messages import AssistantMessage, Rendered, ToolCall, ToolResult, ToolResults, UserInput

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harpe_lab.context import DISTILL_SYSTEM, Compaction, ContextCompacted, distill_request, turn_groups
+from harpe_lab.strategies.harpe import DISTILL_SYSTEM, Compaction, ContextCompacted, distill_request, turn_groups
 from harpe_lab.protocol import DistillCall
 from harpe_lab.errors import BudgetError, StrategyError
 from harpe_lab.messages import AssistantMessage, Rendered, ToolCall, ToolResult, ToolResults, Usage, UserInput
@@ -786,7 +786,7 @@ class TestPublicSurface:
         import harpe_lab.strategies as strategies
         from harpe_lab.strategies import laser, orion
 
-        families = {"autogen", "clearing", "editing", "laser", "masking", "orion", "trimming"}
+        families = {"autogen", "clearing", "editing", "harpe", "laser", "masking", "orion", "trimming"}
         assert set(strategies.__all__) == {*families, *orion.__all__, *laser.__all__}
         assert len(strategies.__all__) == len(set(strategies.__all__))
         for module in (strategies, orion, laser):

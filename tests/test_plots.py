@@ -12,7 +12,7 @@ import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
 from harpe_lab import plots  # noqa: E402
-from harpe_lab.context import FullContext, SummarizingContext, TurnContext  # noqa: E402
+from harpe_lab.strategies.harpe import FullContext, SummarizingContext, TurnContext  # noqa: E402
 from harpe_lab.conversation import Conversation, Turn  # noqa: E402
 from harpe_lab.errors import HarpeLabError  # noqa: E402
 from harpe_lab.messages import AssistantMessage, ToolCall, ToolResult, ToolResults, UserInput  # noqa: E402

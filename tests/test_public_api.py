@@ -92,7 +92,7 @@ class TestModuleAll:
         unresolved = [n for n in module.__all__ if not hasattr(module, n)]
         assert unresolved == [], f"{module_name}.__all__ names missing attributes"
 
-    @pytest.mark.parametrize("module_name", ["harpe_lab.messages", "harpe_lab.context", "harpe_lab.tokens",
+    @pytest.mark.parametrize("module_name", ["harpe_lab.messages", "harpe_lab.strategies.harpe", "harpe_lab.tokens",
                                              "harpe_lab.errors"])
     def test_core_modules_export_every_public_definition(self, module_name):
         module = importlib.import_module(module_name)

@@ -23,7 +23,7 @@ from harpe_lab import (
     UserInput,
     WindowedContext,
 )
-from harpe_lab.context import Compaction
+from harpe_lab.strategies.harpe import Compaction
 from harpe_lab.conversation import Conversation, Turn
 from harpe_lab.replay import REQUEST_COLUMNS, Pricing, replay
 

@@ -13,7 +13,7 @@ import pytest
 from openai_server import Reply
 
 from harpe_lab import ApproxCounter, ModelError, StrategyError, SummarizingContext
-from harpe_lab.context import DISTILL_SYSTEM, SUMMARY_HEADER, distill_request
+from harpe_lab.strategies.harpe import DISTILL_SYSTEM, SUMMARY_HEADER, distill_request
 from harpe_lab.conversation import Conversation, RecordedCompaction, Turn
 from harpe_lab.evaluate import artifact_retention
 from harpe_lab.messages import (

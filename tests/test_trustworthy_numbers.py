@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from harpe_lab import datasets
-from harpe_lab.context import FullContext, SummarizingContext, WindowedContext
+from harpe_lab.strategies.harpe import FullContext, SummarizingContext, WindowedContext
 from harpe_lab.conversation import Conversation, Turn
 from harpe_lab.errors import HarpeLabError, StrategyError
 from harpe_lab.importers import load_harpe, to_journal

@@ -11,7 +11,7 @@ import re  # noqa: E402
 
 import pytest  # noqa: E402
 
-from harpe_lab.context import FullContext  # noqa: E402
+from harpe_lab.strategies.harpe import FullContext  # noqa: E402
 from harpe_lab.datasets import list_datasets  # noqa: E402
 from harpe_lab.conversation import Conversation, Turn  # noqa: E402
 from harpe_lab.errors import HarpeLabError, StrategyError  # noqa: E402

@@ -11,7 +11,7 @@ import weakref
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from ..context import FullContext
+from ..strategies.harpe import FullContext
 from ..errors import AgentError
 from ..journal import Journal, JsonlLogger, TurnData, TurnLog
 from ..messages import AssistantMessage, Attachment, Message, Rendered, ToolCall, ToolResult, ToolResults, Usage, UserInput

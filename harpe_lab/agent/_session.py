@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from ..context import FullContext
+from ..strategies.harpe import FullContext
 from ..errors import AgentError
 from ..journal import Journal, JsonlLogger, TurnData
 from ..messages import Message

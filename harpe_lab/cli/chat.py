@@ -13,7 +13,7 @@ def cli_chat(args: argparse.Namespace) -> int:
     print each answer, and write the journal (resumed when it exists). Credentials come
     from the provider's usual environment variables (e.g. ``OPENAI_API_KEY``)."""
     from ..agent import Brain, chat
-    from ..context import FullContext
+    from ..strategies.harpe import FullContext
 
     brain = Brain(args.model)
     system = args.system

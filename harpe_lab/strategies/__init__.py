@@ -1,5 +1,7 @@
-"""Context strategies beyond Harpe's own (which live in `harpe_lab.context`).
+"""Every context strategy, one module (or package) per family, all speaking `harpe_lab.protocol`.
 
+* `harpe_lab.strategies.harpe` — Harpe's own: `FullContext`, `WindowedContext`,
+  `TurnContext`, `SummarizingContext`, and Harpe's distill request.
 * `harpe_lab.strategies.orion` — token-budgeted windows over whole turns (`SlidingWindow`,
   `SummarizeWindow`), their lifecycle adapter `OrionContext`, and ChatML prompts.
 * `harpe_lab.strategies.laser` — pure message policies (`LastN`, `TokenBudget`, `Chain`),
@@ -14,9 +16,9 @@
 
 from __future__ import annotations
 
-from . import autogen, clearing, editing, laser, masking, orion, trimming
+from . import autogen, clearing, editing, harpe, laser, masking, orion, trimming
 from .laser import *  # noqa: F403 - each module's __all__ is its public surface
 from .orion import *  # noqa: F403
 
-__all__ = ["autogen", "clearing", "editing", "laser", "masking", "orion", "trimming",
+__all__ = ["autogen", "clearing", "editing", "harpe", "laser", "masking", "orion", "trimming",
            *orion.__all__, *laser.__all__]

@@ -1,9 +1,9 @@
 """Distillers: what turns dropped history into a summary, and the artifacts a summary must keep.
 
 A *distiller* is a callable ``distill(Rendered) -> str | None``, the argument
-`harpe_lab.context.SummarizingContext` and orion's ``SummarizeWindow`` take. Both hand it
-Harpe's distill request (`harpe_lab.context.DISTILL_SYSTEM` and one user message built by
-`harpe_lab.context.distill_request`); ``None`` means "no summary this time" and leaves the
+`harpe_lab.strategies.harpe.SummarizingContext` and orion's ``SummarizeWindow`` take. Both hand it
+Harpe's distill request (`harpe_lab.strategies.harpe.DISTILL_SYSTEM` and one user message built by
+`harpe_lab.strategies.harpe.distill_request`); ``None`` means "no summary this time" and leaves the
 history as it was.
 
 =======================  ==================================================================

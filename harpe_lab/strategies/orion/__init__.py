@@ -4,7 +4,7 @@ orion (an agent framework) chooses what each model request carries by counting t
 
 * the system prompt, the tool schemas (and the reply priming a chat request always ends
   with) and ``reserve_tokens`` for the reply are taken off ``max_tokens``;
-* the messages are grouped into turns (`harpe_lab.context.turn_groups`: a turn starts at
+* the messages are grouped into turns (`harpe_lab.strategies.harpe.turn_groups`: a turn starts at
   each user input), so a reply is never separated from the tool results that answer it;
 * the latest turn is always kept, and so is every turn holding a pinned message
   (``pinned=True`` on a `UserInput`, `AssistantMessage` or `ToolResults`);

@@ -8,7 +8,7 @@ from bisect import bisect_right
 from dataclasses import KW_ONLY, dataclass
 from typing import Any, Iterable, Mapping, Sequence, Union
 
-from ...context import DISTILL_SYSTEM, distill_request
+from ..harpe import DISTILL_SYSTEM, distill_request
 from ...errors import BudgetError, StrategyError
 from ...messages import AssistantMessage, Message, Rendered, ToolResults, UserInput
 from ...protocol import Distill
@@ -203,7 +203,7 @@ def summary_message(summary: str) -> UserInput:
 
 def summarize_request(dropped: Sequence[Message], summary: str | None) -> Rendered:
     """The distill request for folding ``dropped`` into ``summary``: Harpe's
-    `DISTILL_SYSTEM` and one user message built by `harpe_lab.context.distill_request`."""
+    `DISTILL_SYSTEM` and one user message built by `harpe_lab.strategies.harpe.distill_request`."""
     return Rendered(DISTILL_SYSTEM, (UserInput(distill_request(dropped, summary or "")),))
 
 

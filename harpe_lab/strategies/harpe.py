@@ -1,4 +1,4 @@
-"""Harpe's four context strategies, reproduced exactly (the lifecycle is `harpe_lab.protocol`).
+"""Harpe's own four context strategies, reproduced exactly (the lifecycle is `harpe_lab.protocol`).
 
 A *context* decides what goes into each model request. The engine drives it through a turn::
 
@@ -15,10 +15,10 @@ from __future__ import annotations
 
 from typing import Callable, Iterable, Sequence
 
-from ._text import CHARS_PER_TOKEN, message_chars, truncate, turn_groups
-from .errors import StrategyError
-from .messages import AssistantMessage, Message, Rendered, Usage, UserInput
-from .protocol import Compaction, Context, ContextCompacted, Distill, EventHub, Limit, MeteredDistill
+from .._text import CHARS_PER_TOKEN, message_chars, truncate, turn_groups
+from ..errors import StrategyError
+from ..messages import AssistantMessage, Message, Rendered, Usage, UserInput
+from ..protocol import Compaction, Context, ContextCompacted, Distill, EventHub, Limit, MeteredDistill
 
 __all__ = [
     "Context",
