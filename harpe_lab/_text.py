@@ -12,7 +12,7 @@ from typing import Sequence
 
 from .messages import AssistantMessage, Message, ToolResults, UserInput
 
-__all__ = ["CHARS_PER_TOKEN", "message_chars", "turn_groups", "truncate"]
+__all__ = ["CHARS_PER_TOKEN", "message_chars", "message_parts", "message_text", "turn_groups", "truncate"]
 
 CHARS_PER_TOKEN = 4
 """Harpe's rule of thumb: a token is about 4 characters (24,000 chars ≈ 6k tokens)."""
@@ -67,3 +67,24 @@ def truncate(messages: Sequence[Message], max_chars: int) -> list[Message]:
             total += group
             start, group = k, 0
     return list(messages[start:])
+
+
+def message_parts(message: Message) -> tuple[tuple[str, str], ...]:
+    """The text a message carries, part by part, as ``(kind, text)``: ``"text"`` (a user's
+    or the assistant's words), ``"call"`` (``name(arguments)``, the arguments as JSON),
+    ``"result"`` and ``"failed"`` (a tool result's content). Attachments are not text and
+    are left out. Every view of a message as text is built from these parts."""
+    if isinstance(message, UserInput):
+        return (("text", message.text),)
+    if isinstance(message, AssistantMessage):
+        head = (("text", message.text),) if message.text else ()
+        return head + tuple(("call", f"{c.name}({json.dumps(c.input, ensure_ascii=False)})") for c in message.calls)
+    if isinstance(message, ToolResults):
+        return tuple(("result" if r.success else "failed", r.content) for r in message.results)
+    raise TypeError(f"not a harpe_lab message: {message!r}")
+
+
+def message_text(message: Message) -> str:
+    """A message as plain text: its parts (`message_parts`) joined by newlines — what
+    Laser estimates and `block` shows."""
+    return "\n".join(text for _, text in message_parts(message))

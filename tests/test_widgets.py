@@ -18,7 +18,8 @@ from harpe_lab.errors import HarpeLabError, StrategyError  # noqa: E402
 from harpe_lab.messages import AssistantMessage, ToolCall, ToolResult, ToolResults, UserInput  # noqa: E402
 from harpe_lab.presets import PRESETS  # noqa: E402
 from harpe_lab.replay import replay, totals  # noqa: E402
-from harpe_lab.widgets import Compare, Explorer, message_text, render_request_html  # noqa: E402
+from harpe_lab.widgets import Compare, Explorer, render_request_html  # noqa: E402
+from harpe_lab.widgets._render import _shown_text  # noqa: E402
 
 SCRIPT = "<script>window.__pwned=1</script>"
 IMG = '<img src=x onerror="window.__pwned=2">'
@@ -287,8 +288,8 @@ class TestEscaping:
             render_request_html(e.replay, 99)
 
     def test_message_text_shows_calls_and_failed_results(self):
-        assert message_text(AssistantMessage("a", (ToolCall("1", "grep", {"q": "x"}),))) == 'a\n→ grep({"q": "x"})'
-        assert message_text(ToolResults((ToolResult("1", "boom", success=False),))) == "[failed] boom"
+        assert _shown_text(AssistantMessage("a", (ToolCall("1", "grep", {"q": "x"}),))) == 'a\n→ grep({"q": "x"})'
+        assert _shown_text(ToolResults((ToolResult("1", "boom", success=False),))) == "[failed] boom"
 
 
 def _bad_distill(rendered):

@@ -26,6 +26,6 @@ panel) with its error.
 
 from ._compare import Compare
 from ._explorer import Explorer
-from ._render import message_text, render_request_html
+from ._render import render_request_html
 
-__all__ = ["Explorer", "Compare", "render_request_html", "message_text"]
+__all__ = ["Explorer", "Compare", "render_request_html"]

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import html
-import json
 from typing import Any, Mapping
 
 from ..errors import HarpeLabError
-from ..messages import AssistantMessage, Message, ToolResults, UserInput
+from .._text import message_parts
+from ..messages import Message
 
-__all__ = ["message_text", "render_request_html"]
+__all__ = ["render_request_html"]
 
 
 _MAX_SHOWN_SENT = 60  # the request view lists at most this many verbatim messages
@@ -34,17 +34,13 @@ _CSS = """
 """
 
 
-def message_text(message: Message) -> str:
-    """A message as plain text: user or assistant text, each tool call as ``→ name(args)``,
-    each tool result's content. Not escaped."""
-    if isinstance(message, UserInput):
-        return message.text
-    if isinstance(message, AssistantMessage):
-        calls = [f"→ {c.name}({json.dumps(c.input, ensure_ascii=False)})" for c in message.calls]
-        return "\n".join([message.text] * bool(message.text) + calls)
-    if isinstance(message, ToolResults):
-        return "\n".join(r.content if r.success else f"[failed] {r.content}" for r in message.results)
-    return str(message)
+_SHOWN = {"text": "{}", "call": "→ {}", "result": "{}", "failed": "[failed] {}"}
+
+
+def _shown_text(message: Message) -> str:
+    """A message as the request view shows it: its parts (`harpe_lab._text.message_parts`),
+    calls marked ``→``, failed results ``[failed]``. Not escaped."""
+    return "\n".join(_SHOWN[kind].format(text) for kind, text in message_parts(message))
 
 
 def _role(message: Message) -> str:
@@ -73,7 +69,7 @@ def render_request_html(replay: Any, i: int) -> str:
     synthetic = [m for m in rendered.messages if id(m) not in original]
     for m in synthetic:
         parts.append(f'<div class="msg synthetic"><span class="tag">synthetic {_role(m)}</span>'
-                     f"{_snippet(message_text(m))}</div>")  # fmt: skip
+                     f"{_snippet(_shown_text(m))}</div>")  # fmt: skip
     items = list(kept.items())
     sent_total = sum(state == "sent" for _, state in items)
     skip_sent = max(0, sent_total - _MAX_SHOWN_SENT)  # the oldest sent ones collapse too
@@ -98,7 +94,7 @@ def render_request_html(replay: Any, i: int) -> str:
                 flush()
                 m = by_id[mid]
                 parts.append(f'<div class="msg sent"><span class="tag">{_role(m)} {html.escape(mid)}</span>'
-                             f"{_snippet(message_text(m))}</div>")  # fmt: skip
+                             f"{_snippet(_shown_text(m))}</div>")  # fmt: skip
                 continue
             state = "hidden"
         if run and run_state != state:

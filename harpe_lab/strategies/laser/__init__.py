@@ -23,7 +23,7 @@ Harpe's context lifecycle for `harpe_lab.replay.replay`.
 
 Layout (one concept per module, each importing only those above it):
 
-* ``_policies``: `LastN`, `TokenBudget`, `MessagePrice`, `Chain`, `message_text`, `block`
+* ``_policies``: `LastN`, `TokenBudget`, `MessagePrice`, `Chain`, `block` (`message_text` is the ground floor's, `harpe_lab._text`)
 * ``_manifest``: `Manifest`, `assemble`
 * ``_folds``: `fold` and its bounds (`Last`, `After`, `UpTo`, `Whole`)
 * ``_memory``: `Memory`

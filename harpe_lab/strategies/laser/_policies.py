@@ -3,10 +3,10 @@ estimates (`message_text`) and `block`."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence
 
+from ..._text import message_text
 from ...errors import StrategyError
 from ...messages import AssistantMessage, Message, ToolResults, UserInput
 from ...tokens import BytesCounter
@@ -42,28 +42,6 @@ def _valid_start(messages: Sequence[Message], start: int) -> int:
     while s > 0 and isinstance(messages[s], ToolResults):
         s -= 1
     return s
-
-
-def message_text(message: Message) -> str:
-    """The text Laser estimates and `block` shows for a message.
-
-    * user input: its text;
-    * assistant: its text, then one line per tool call, ``name(arguments)`` with the
-      arguments as JSON (``json.dumps(input, ensure_ascii=False)``), lines
-      joined by ``"\\n"`` (the text line is left out when empty);
-    * tool results: the contents of the results, joined by ``"\\n"``.
-
-    Attachments are not text and are left out.
-    """
-    if isinstance(message, UserInput):
-        return message.text
-    if isinstance(message, AssistantMessage):
-        lines = [message.text] if message.text else []
-        lines.extend(f"{c.name}({json.dumps(c.input, ensure_ascii=False)})" for c in message.calls)
-        return "\n".join(lines)
-    if isinstance(message, ToolResults):
-        return "\n".join(r.content for r in message.results)
-    raise TypeError(f"not a harpe_lab message: {message!r}")
 
 
 # --- policies -----------------------------------------------------------------------------
