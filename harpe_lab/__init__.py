@@ -10,39 +10,10 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
-from .strategies.harpe import (
-    Compaction,
-    Context,
-    ContextCompacted,
-    FullContext,
-    SummarizingContext,
-    TurnContext,
-    WindowedContext,
-    message_chars,
-    truncate,
-)
-from .errors import (
-    BudgetError,
-    HarpeLabError,
-    ImportFormatError,
-    JournalError,
-    MissingJournalError,
-    ModelError,
-    StrategyError,
-)
-from .messages import (
-    AssistantMessage,
-    Attachment,
-    Rendered,
-    ToolCall,
-    ToolResult,
-    ToolResults,
-    Usage,
-    UserInput,
-    from_openai,
-    to_openai,
-)
-from .tokens import ApproxCounter, BytesCounter, LitellmCounter, TiktokenCounter, TokenCounter, counter_for_model
+from .errors import BudgetError, HarpeLabError, JournalError, StrategyError
+from .messages import AssistantMessage, ToolCall, ToolResult, ToolResults, Usage, UserInput
+from .strategies.harpe import FullContext, SummarizingContext, TurnContext, WindowedContext
+from .tokens import ApproxCounter, BytesCounter, TiktokenCounter
 
 # These functions share their module's name. Bound here, the package attribute is the
 # function; lazily resolved, an earlier `import harpe_lab.replay` would leave it the module.
@@ -52,99 +23,46 @@ from .sweep import sweep
 
 __version__ = "0.1.0"
 
-# name -> module that defines it, imported on first access
+# name -> module that defines it, imported on first access. The front door holds what a
+# notebook needs for the whole task; everything else is imported from its own module
+# (harpe_lab.protocol, harpe_lab.strategies.orion, harpe_lab.journal, ...).
 _LAZY: dict[str, str] = {
     "Conversation": ".conversation",
     "Turn": ".conversation",
-    "Probe": ".conversation",
-    "RecordedCompaction": ".conversation",
-    "Replay": ".replay",
-    "ReplayEvent": ".replay",
-    "Pricing": ".models",
-    "Calibration": ".calibrate",
-    "make_strategy": ".presets",
-    "STRATEGIES": ".presets",
-    "PRESETS": ".presets",
-    "get_preset": ".presets",
-    "Limit": ".protocol",
-    "ScaledCounter": ".tokens",
-    "SlidingWindow": ".strategies.orion",
-    "SummarizeWindow": ".strategies.orion",
-    "OrionContext": ".strategies.orion",
-    "ContextBudget": ".strategies.orion",
-    "LastN": ".strategies.laser",
-    "TokenBudget": ".strategies.laser",
-    "Chain": ".strategies.laser",
-    "PolicyContext": ".strategies.laser",
     "load_any": ".importers",
-    "load_all": ".importers",
-    "detect_format": ".importers",
     "discover": ".importers",
-    "to_journal": ".importers",
     "synthesize": ".synth",
+    "make_strategy": ".presets",
+    "PRESETS": ".presets",
+    "Replay": ".replay",
     "ExtractiveDistiller": ".summarize",
     "LLMDistiller": ".summarize",
     "RecordedDistiller": ".summarize",
-    "extract_artifacts": ".summarize",
-    "with_probe_turn": ".evaluate",
-    "probe_retention": ".evaluate",
-    "artifact_retention": ".evaluate",
-    "answer_probes": ".evaluate",
     "compare": ".evaluate",
     "retention": ".evaluate",
-    "Brain": ".agent",
-    "ask": ".agent",
-    "chat": ".agent",
-    "Interact": ".agent",
-    "Journal": ".journal",
-    "JsonlLogger": ".journal",
-    "TurnLog": ".journal",
-    "TurnRecord": ".journal",
-    "TurnData": ".journal",
-    "Entry": ".journal",
-    "read_entries": ".journal",
-    "load_harpe": ".importers.harpe",
     "plot_token_use": ".plots",
-    "plot_strategies": ".plots",
-    "plot_sweep": ".plots",
-    "plot_context_map": ".plots",
     "Explorer": ".widgets",
     "Compare": ".widgets",
 }
 
 __all__ = [
     "HarpeLabError",
-    "JournalError",
-    "MissingJournalError",
     "StrategyError",
     "BudgetError",
-    "ImportFormatError",
-    "ModelError",
-    "Attachment",
+    "JournalError",
     "UserInput",
-    "ToolCall",
     "AssistantMessage",
+    "ToolCall",
     "ToolResult",
     "ToolResults",
-    "Rendered",
     "Usage",
-    "to_openai",
-    "from_openai",
-    "Context",
-    "Compaction",
-    "ContextCompacted",
     "FullContext",
     "WindowedContext",
     "TurnContext",
     "SummarizingContext",
-    "truncate",
-    "message_chars",
-    "TokenCounter",
     "ApproxCounter",
     "BytesCounter",
     "TiktokenCounter",
-    "LitellmCounter",
-    "counter_for_model",
     "replay",
     "sweep",
     "calibrate",

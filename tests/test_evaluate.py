@@ -15,14 +15,14 @@ from harpe_lab import (
     ApproxCounter,
     AssistantMessage,
     FullContext,
-    ModelError,
-    Rendered,
     SummarizingContext,
     TurnContext,
     UserInput,
     WindowedContext,
 )
 from harpe_lab.conversation import Conversation, Probe, Turn
+from harpe_lab.errors import ModelError
+from harpe_lab.messages import Rendered
 from harpe_lab.evaluate import (
     ANSWER_COLUMNS,
     ANSWER_PROMPT,

@@ -113,7 +113,8 @@ class TestImportIsLight:
     def test_counters_and_contexts_load_nothing_heavy_until_used(self):
         code = (
             "import json, sys\n"
-            "from harpe_lab import TiktokenCounter, LitellmCounter, SummarizingContext, counter_for_model\n"
+            "from harpe_lab import TiktokenCounter, SummarizingContext\n"
+            "from harpe_lab.tokens import LitellmCounter, counter_for_model\n"
             "counter_for_model('gpt-4o'); LitellmCounter('gpt-4o')\n"
             f"print(json.dumps([m for m in {HEAVY!r} if m in sys.modules]))\n"
         )

@@ -12,7 +12,6 @@ from harpe_lab import (
     ApproxCounter,
     AssistantMessage,
     FullContext,
-    Rendered,
     StrategyError,
     SummarizingContext,
     ToolCall,
@@ -23,6 +22,7 @@ from harpe_lab import (
     UserInput,
     WindowedContext,
 )
+from harpe_lab.messages import Rendered
 from harpe_lab.strategies.harpe import Compaction
 from harpe_lab.conversation import Conversation, Turn
 from harpe_lab.replay import REQUEST_COLUMNS, Pricing, replay
@@ -349,7 +349,7 @@ class TestFromJournal:
     expected messages decoded here straight from the JSON lines."""
 
     def _decode(self, fields):
-        from harpe_lab import Attachment
+        from harpe_lab.messages import Attachment
 
         def atts(items):
             return tuple(Attachment(a["name"], a["size"], a["mime"], a["path"]) for a in items)

@@ -12,7 +12,8 @@ import warnings
 import pytest
 from openai_server import Reply
 
-from harpe_lab import ApproxCounter, ModelError, StrategyError, SummarizingContext
+from harpe_lab import ApproxCounter, StrategyError, SummarizingContext
+from harpe_lab.errors import ModelError
 from harpe_lab.strategies.harpe import DISTILL_SYSTEM, SUMMARY_HEADER, distill_request
 from harpe_lab.conversation import Conversation, RecordedCompaction, Turn
 from harpe_lab.evaluate import artifact_retention
