@@ -258,7 +258,7 @@ class TestModelContext:
         ctx.begin_turn(q2)
         ctx.append(_reply("lost"))
         ctx.abort_turn()
-        assert [m.text for m in ctx.messages] == ["q1", "a1", "q2"]
+        assert [m.text for m in ctx.transcript] == ["q1", "a1", "q2"]
 
     def test_declares_a_limit_only_with_tokens(self):
         assert Buffered(buffer_size=2).context().limit is None

@@ -34,12 +34,12 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import json
-from itertools import chain
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from ..errors import StrategyError
-from ..messages import AssistantMessage, Message, Rendered, ToolCall, ToolResult, ToolResults, Usage, UserInput
+from ..messages import AssistantMessage, Message, Rendered, ToolCall, ToolResult, ToolResults, UserInput
 from ..protocol import Compaction, Limit
+from ..strategies._lifecycle import PolicyLifecycle
 from ..strategies.autogen import TokenLimited, pair_up
 
 try:
@@ -64,7 +64,6 @@ __all__ = [
     "run",
 ]
 
-_MESSAGE_TYPES = (UserInput, AssistantMessage, ToolResults)
 
 
 def run(coro: Any) -> Any:
@@ -213,7 +212,7 @@ def from_autogen_any(llm: Any) -> Message:
     return from_autogen(llm)
 
 
-class AutogenContext:
+class AutogenContext(PolicyLifecycle):
     """Harpe's lifecycle over an autogen-core ``ChatCompletionContext`` built by ``make``.
 
     Every appended message is added to AutoGen's context (``add_message``); `compact`
@@ -226,22 +225,12 @@ class AutogenContext:
 
     def __init__(self, system: str, make: Callable[[_Converter], Any], *, limit: Limit | None = None,
                  name: str = "autogen") -> None:
-        if not isinstance(system, str):
-            raise StrategyError(f"system must be a str, got {type(system).__name__}")
-        if limit is not None and not isinstance(limit, Limit):
-            raise StrategyError(f"limit must be a harpe_lab.protocol.Limit or None, got {limit!r}")
-        self.system = system
-        self.limit = limit
+        super().__init__(system, self._paired, limit=limit)
         self.name = name
         self._conv = _Converter()
         self._ctx = make(self._conv)
         if not isinstance(self._ctx, _model_context.ChatCompletionContext):
             raise StrategyError(f"make must build an autogen_core ChatCompletionContext, got {self._ctx!r:.200}")
-        self._messages: list[Message] = []
-        self._marked: list[Message] = []
-        self._turn_input: UserInput | None = None
-        self._sent: tuple[Message, ...] = ()
-        self._since: list[Message] = []
         self.last_selection: tuple[Message, ...] = ()
         """What AutoGen's ``get_messages()`` returned for the last request, as our messages."""
 
@@ -254,49 +243,28 @@ class AutogenContext:
         """What AutoGen's ``get_messages()`` returns now, as our messages (before `pair_up`)."""
         return self._conv.back_all(run(self._ctx.get_messages()))
 
-    def begin_turn(self, input: UserInput) -> None:
-        if not isinstance(input, UserInput):
-            raise TypeError(f"begin_turn takes a UserInput, got {type(input).__name__}")
-        self._marked = list(self._messages)
-        self._turn_input = input
-        self.append(input)
+    def _paired(self, messages: Sequence[Message]) -> tuple[Message, ...]:
+        self.last_selection = self.select()
+        return pair_up(self.last_selection, messages)
 
-    def append(self, message: Message) -> None:
-        if not isinstance(message, _MESSAGE_TYPES):
-            raise TypeError(f"append takes a harpe_lab message, got {type(message).__name__}")
+    def _added(self, message: Message) -> None:
         run(self._ctx.add_message(self._conv.to(message)))
-        self._messages.append(message)
-        self._since.append(message)
 
     def compact(self) -> Compaction:
-        self.last_selection = self.select()
-        out = pair_up(self.last_selection, self._messages)
-        n, s = len(out), len(self._sent)
-        continues = n == s + len(self._since) and all(a is b for a, b in zip(out, chain(self._sent, self._since)))
-        self._sent, self._since = out, []
-        return Compaction(Rendered(self.system, out), not continues)
+        return self._request(self.policy(tuple(self._transcript)))
 
-    def observe(self, usage: Usage) -> None:
-        pass
-
-    def commit_turn(self) -> None:
-        self._turn_input = None
-
-    def abort_turn(self) -> None:
-        self._messages = self._marked + ([] if self._turn_input is None else [self._turn_input])
-        self._turn_input = None
-        self._since = []
-        conv, ctx = self._conv, self._ctx
+    def _restored(self) -> None:
+        conv, ctx, messages = self._conv, self._ctx, list(self._transcript)
 
         async def reload() -> None:
             await ctx.clear()
-            for m in self._messages:
+            for m in messages:
                 await ctx.add_message(conv.to(m))
 
         run(reload())
 
     def __repr__(self) -> str:
-        return f"AutogenContext({self.name}, {len(self._messages)} messages)"
+        return f"AutogenContext({self.name}, {len(self._transcript)} messages)"
 
 
 def buffered(system: str = "", *, buffer_size: int) -> AutogenContext:

@@ -35,12 +35,12 @@ followed by its results, results never come without their call) holds.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from itertools import chain
 from typing import Any, Callable, Iterable, Sequence
 
 from ..errors import StrategyError
-from ..messages import AssistantMessage, Message, Rendered, ToolResults, Usage, UserInput
+from ..messages import AssistantMessage, Message, Rendered, ToolResults, UserInput
 from ..protocol import Compaction, Limit
+from ._lifecycle import PolicyLifecycle
 
 __all__ = [
     "Buffered",
@@ -51,7 +51,6 @@ __all__ = [
     "skipped_text",
 ]
 
-_MESSAGE_TYPES = (UserInput, AssistantMessage, ToolResults)
 
 
 def _check_int(name: str, value: object, minimum: int) -> None:
@@ -287,13 +286,7 @@ class TokenLimited(_Policy):
         return ModelContext(system, self, limit=limit)
 
 
-def _continues(sent: tuple[Message, ...], since: list[Message], new: tuple[Message, ...]) -> bool:
-    if len(new) != len(sent) + len(since):
-        return False
-    return all(a is b for a, b in zip(new, chain(sent, since)))
-
-
-class ModelContext:
+class ModelContext(PolicyLifecycle):
     """A policy (messages -> messages, possibly with made-up messages) through Harpe's
     lifecycle — AutoGen's model context: it stores every message, and each request is
     ``Rendered(system, policy(stored messages))``.
@@ -307,60 +300,13 @@ class ModelContext:
 
     def __init__(self, system: str, policy: Callable[[Sequence[Message]], Sequence[Message]], *,
                  limit: Limit | None = None) -> None:
-        if not isinstance(system, str):
-            raise StrategyError(f"system must be a str, got {type(system).__name__}")
-        if not callable(policy):
-            raise StrategyError(f"policy must be callable messages -> messages, got {policy!r}")
-        if limit is not None and not isinstance(limit, Limit):
-            raise StrategyError(f"limit must be a harpe_lab.protocol.Limit or None, got {limit!r}")
-        self.system = system
-        self.policy = policy
-        self.limit = limit
-        self._messages: list[Message] = []
-        self._marked: list[Message] = []
-        self._turn_input: UserInput | None = None
-        self._sent: tuple[Message, ...] = ()
-        self._since: list[Message] = []
-
-    @property
-    def messages(self) -> tuple[Message, ...]:
-        """Every stored message (a copy)."""
-        return tuple(self._messages)
-
-    def begin_turn(self, input: UserInput) -> None:
-        if not isinstance(input, UserInput):
-            raise TypeError(f"begin_turn takes a UserInput, got {type(input).__name__}")
-        self._marked = list(self._messages)
-        self._turn_input = input
-        self.append(input)
-
-    def append(self, message: Message) -> None:
-        if not isinstance(message, _MESSAGE_TYPES):
-            raise TypeError(f"append takes a harpe_lab message, got {type(message).__name__}")
-        self._messages.append(message)
-        self._since.append(message)
+        super().__init__(system, policy, limit=limit)
 
     def compact(self) -> Compaction:
-        seq = tuple(self._messages)
+        seq = tuple(self._transcript)
         out = tuple(self.policy(seq))
         if seq and (not out or out[-1] is not seq[-1]):
             raise StrategyError(
                 f"policy {self.policy!r} dropped the newest message; a request must end with it"
             )
-        compacted = not _continues(self._sent, self._since, out)
-        self._sent, self._since = out, []
-        return Compaction(Rendered(self.system, out), compacted)
-
-    def observe(self, usage: Usage) -> None:
-        pass
-
-    def commit_turn(self) -> None:
-        self._turn_input = None
-
-    def abort_turn(self) -> None:
-        self._messages = self._marked + ([] if self._turn_input is None else [self._turn_input])
-        self._turn_input = None
-        self._since = []
-
-    def __repr__(self) -> str:
-        return f"ModelContext({self.policy!r}, {len(self._messages)} messages)"
+        return self._request(out)

@@ -22,19 +22,18 @@ the frame (its tokens in ``summary_tokens``, its original in ``messages_dropped`
 
 from __future__ import annotations
 
-from itertools import chain
 from typing import Callable, Iterable, Sequence
 
 from ..errors import StrategyError
-from ..messages import AssistantMessage, Message, Rendered, ToolResults, Usage, UserInput
+from ..messages import AssistantMessage, Message, ToolResults
 from ..protocol import Compaction, Limit
+from ._lifecycle import PolicyLifecycle
 
 __all__ = ["EditPolicy", "check_edit", "EditContext"]
 
 EditPolicy = Callable[[Sequence[Message]], Sequence[Message]]
 """Messages in; the same messages out, some replaced by stand-ins (see the module doc)."""
 
-_MESSAGE_TYPES = (UserInput, AssistantMessage, ToolResults)
 
 
 def _ids(m: Message) -> tuple[str, ...]:
@@ -64,7 +63,7 @@ def check_edit(before: Sequence[Message], after: Sequence[Message], policy: obje
             )
 
 
-class EditContext:
+class EditContext(PolicyLifecycle):
     """Run an edit policy through Harpe's context lifecycle over a stored transcript.
 
     Every `compact` renders ``Rendered(base_system, policy(transcript))``, checked with
@@ -75,46 +74,10 @@ class EditContext:
 
     def __init__(self, base_system: str, policy: EditPolicy, *, limit: Limit | None = None,
                  initial: Iterable[Message] = ()) -> None:
-        if not isinstance(base_system, str):
-            raise StrategyError(f"base_system must be a str, got {type(base_system).__name__}")
-        if not callable(policy):
-            raise StrategyError(f"policy must be callable messages -> messages, got {policy!r}")
-        if limit is not None and not isinstance(limit, Limit):
-            raise StrategyError(f"limit must be a harpe_lab.protocol.Limit or None, got {limit!r}")
-        start = list(initial)
-        for i, m in enumerate(start):
-            if not isinstance(m, _MESSAGE_TYPES):
-                raise TypeError(f"initial[{i}] is not a harpe_lab message: {m!r}")
-        self.base_system = base_system
-        self.policy = policy
-        self.limit = limit
-        self._transcript = start
-        self._marked = list(start)
-        self._turn_input: UserInput | None = None
-        self._sent: tuple[Message, ...] = ()
-        self._since: list[Message] = list(start)
+        super().__init__(base_system, policy, limit=limit, initial=initial)
         # id(original) -> (original, the stand-in last sent for it); the original is held so
         # its id cannot be reused by another object
         self._standins: dict[int, tuple[Message, Message]] = {}
-
-    @property
-    def transcript(self) -> tuple[Message, ...]:
-        """The whole stored history, unedited (a copy)."""
-        return tuple(self._transcript)
-
-    def begin_turn(self, input: UserInput) -> None:
-        if not isinstance(input, UserInput):
-            raise TypeError(f"begin_turn takes a UserInput, got {type(input).__name__}")
-        self._marked = list(self._transcript)
-        self._turn_input = input
-        self._transcript.append(input)
-        self._since.append(input)
-
-    def append(self, message: Message) -> None:
-        if not isinstance(message, _MESSAGE_TYPES):
-            raise TypeError(f"append takes a harpe_lab message, got {type(message).__name__}")
-        self._transcript.append(message)
-        self._since.append(message)
 
     def _stable(self, memo: dict[int, tuple[Message, Message]], original: Message, new: Message) -> Message:
         known = memo.get(id(original))
@@ -134,23 +97,4 @@ class EditContext:
         return tuple(out)
 
     def compact(self) -> Compaction:
-        out = self.render()
-        continues = len(out) == len(self._sent) + len(self._since) and all(
-            a is b for a, b in zip(out, chain(self._sent, self._since))
-        )
-        self._sent, self._since = out, []
-        return Compaction(Rendered(self.base_system, out), not continues)
-
-    def observe(self, usage: Usage) -> None:
-        pass
-
-    def commit_turn(self) -> None:
-        self._turn_input = None
-
-    def abort_turn(self) -> None:
-        self._transcript = self._marked + ([] if self._turn_input is None else [self._turn_input])
-        self._turn_input = None
-        self._since = []
-
-    def __repr__(self) -> str:
-        return f"EditContext({self.policy!r}, {len(self._transcript)} messages)"
+        return self._request(self.render())

@@ -8,7 +8,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 from ..._text import message_text
 from ...errors import StrategyError
-from ...messages import AssistantMessage, Message, ToolResults, UserInput
+from ...messages import Message, ToolResults
 from ...tokens import BytesCounter
 
 __all__ = ["Policy", "LastN", "TokenBudget", "MessagePrice", "Chain", "message_text", "block"]
@@ -16,7 +16,6 @@ __all__ = ["Policy", "LastN", "TokenBudget", "MessagePrice", "Chain", "message_t
 Policy = Callable[[Sequence[Message]], Sequence[Message]]
 """A context policy: messages in, the messages a model receives out (a subsequence)."""
 
-_MESSAGE_TYPES = (UserInput, AssistantMessage, ToolResults)
 _MEMO_SIZE = 1 << 17
 
 
