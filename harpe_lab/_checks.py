@@ -8,18 +8,9 @@ from typing import Any, Mapping, Sequence
 from .errors import StrategyError
 from .messages import AssistantMessage, Message, Rendered, ToolResults
 from .protocol import Limit
-from .tokens import REPLY_PRIMING, _Counter
+from .tokens import REPLY_PRIMING, prices_by_parts
 
 __all__ = ["Invariants"]
-
-
-def _additive(counter: Any) -> bool:
-    """Whether ``counter`` prices a request as system + each message + tools + priming."""
-    cls = type(counter)
-    return isinstance(counter, _Counter) and all(
-        getattr(cls, name) is getattr(_Counter, name)
-        for name in ("count_rendered", "count_messages", "count_system", "count_tools")
-    )
 
 
 def _answers(sent: Message, original: Message) -> bool:
@@ -52,7 +43,7 @@ class Invariants:
         own = None if self.limit is None else (self.limit.counter or counter)
         # with the replay's own additive counter, the messages' price is the engine's running
         # sum: only system and tools are priced here, once per system prompt
-        self._fast = own is counter and _additive(counter)
+        self._fast = own is counter and prices_by_parts(counter)
 
     def not_empty(self, messages: Sequence[Message], i: int) -> None:
         if not messages:

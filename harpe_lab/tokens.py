@@ -46,6 +46,7 @@ __all__ = [
     "MESSAGE_OVERHEAD",
     "CALL_OVERHEAD",
     "REPLY_PRIMING",
+    "prices_by_parts",
 ]
 
 MESSAGE_OVERHEAD = 3
@@ -363,3 +364,14 @@ def counter_for_model(name: str) -> _Counter:
     if base.startswith(("gpt-4o", "gpt-4.1", "gpt-4.5", "gpt-5", "o1", "o3", "o4", "chatgpt-4o")):
         return TiktokenCounter("o200k_base")
     return TiktokenCounter("cl100k_base")
+
+
+def prices_by_parts(counter: Any) -> bool:
+    """Whether ``counter`` prices a request as system prompt + each message + tool schemas +
+    reply priming (harpe_lab's counters, bar `ScaledCounter`): then the price of a request
+    is a running sum over its messages, which the replay engine keeps."""
+    cls = type(counter)
+    return isinstance(counter, _Counter) and all(
+        getattr(cls, name) is getattr(_Counter, name)
+        for name in ("count_rendered", "count_messages", "count_system", "count_tools")
+    )
