@@ -62,7 +62,6 @@ from .errors import HarpeLabError, StrategyError
 from .messages import AssistantMessage, Message, Rendered, ToolResults, Usage
 from .models import Pricing
 from .protocol import ContextCompacted, DeclaresLimit, DistillCall, HoldsSummary, Limit, ReportsEvents
-from .summarize import DistillFallback, DistillFallbackWarning
 from .tokens import REPLY_PRIMING
 
 __all__ = ["replay", "Replay", "ReplayEvent", "Pricing", "REQUEST_COLUMNS", "RequestIndexError"]
@@ -340,6 +339,9 @@ class _Listener:
     """Collects the events a strategy reports, and what they mean for the frame."""
 
     def __init__(self, on_event: Callable[[ReplayEvent], None] | None, counter: Any) -> None:
+        from .summarize import DistillFallback  # the distillers' floor, loaded when a replay runs
+
+        self._fallback_type = DistillFallback
         self.events: list[ReplayEvent] = []
         self.on_event = on_event
         self.counter = counter
@@ -365,7 +367,7 @@ class _Listener:
             else:
                 d[1] += self.counter.count_rendered(event.request)
                 d[2] += self.counter.count(event.reply) if isinstance(event.reply, str) else 0
-        elif isinstance(event, DistillFallback):
+        elif isinstance(event, self._fallback_type):
             self.fallbacks.append(event)
         if self.on_event is not None:
             self.on_event(ev)
@@ -533,6 +535,8 @@ def replay(
             available -= len(turn.messages)
     listener.closed = True
     if listener.fallbacks:
+        from .summarize import DistillFallbackWarning
+
         n, first_fallback = len(listener.fallbacks), listener.fallbacks[0]
         warnings.warn(
             f"{strategy} on {conversation.id!r}: the distiller returned None {n} time{'s' * (n > 1)} "

@@ -782,13 +782,20 @@ class TestInTheReplayEngine:
 
 
 class TestPublicSurface:
-    def test_the_package_re_exports_both_modules(self):
+    def test_the_package_lists_every_family_and_loads_them_on_use(self):
+        import subprocess
+        import sys
+
         import harpe_lab.strategies as strategies
         from harpe_lab.strategies import laser, orion
 
         families = {"autogen", "clearing", "editing", "harpe", "laser", "masking", "orion", "trimming"}
-        assert set(strategies.__all__) == {*families, *orion.__all__, *laser.__all__}
-        assert len(strategies.__all__) == len(set(strategies.__all__))
+        assert set(strategies.__all__) == families and strategies.orion is orion
+        # importing Harpe's own loads no other family
+        code = ("import sys, harpe_lab; "
+                "print(sorted(m for m in sys.modules if m.startswith('harpe_lab.strategies.') and '._' not in m))")
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+        assert out.strip() == "['harpe_lab.strategies.harpe']"
         for module in (strategies, orion, laser):
             assert all(hasattr(module, name) for name in module.__all__)
             public = {

@@ -16,9 +16,18 @@
 
 from __future__ import annotations
 
-from . import autogen, clearing, editing, harpe, laser, masking, orion, trimming
-from .laser import *  # noqa: F403 - each module's __all__ is its public surface
-from .orion import *  # noqa: F403
+from importlib import import_module
+from typing import Any
 
-__all__ = ["autogen", "clearing", "editing", "harpe", "laser", "masking", "orion", "trimming",
-           *orion.__all__, *laser.__all__]
+__all__ = ["autogen", "clearing", "editing", "harpe", "laser", "masking", "orion", "trimming"]
+
+
+def __getattr__(name: str) -> Any:
+    # each family is imported when first used: `import harpe_lab` needs only Harpe's own
+    if name in __all__:
+        return import_module(f".{name}", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
