@@ -287,7 +287,7 @@ def plot_token_use(replay: Any, *, high_water: int | None = None, low_water: int
     """Input tokens of every request, stacked by part (system and tools, summary, earlier
     turns, current turn), with the water marks, the compactions and the overshoot.
 
-    ``high_water`` defaults to the strategy's own mark (``replay.high_water``); requests
+    ``high_water`` defaults to the strategy's declared limit (``replay.limit``); requests
     above it are highlighted in red. ``low_water`` adds a second line. ``limit`` draws the
     model's context limit: a token count, or a model name looked up in litellm's offline
     model table. Each ``compacted`` request is one marker on the ``compactions`` line, each

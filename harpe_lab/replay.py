@@ -152,11 +152,6 @@ class Replay:
         self._ids = ids
 
     @property
-    def high_water(self) -> int | None:
-        """The declared limit in tokens, whatever its kind (``None`` without one)."""
-        return None if self.limit is None else self.limit.tokens
-
-    @property
     def requests(self) -> Any:
         """The per-request DataFrame (columns in `REQUEST_COLUMNS`, see the module doc); a copy."""
         if self._frame is None:

@@ -244,7 +244,7 @@ class TestColumns:
         rp = replay(conv, lambda: SummarizingContext("", high_water_tokens=10_000, low_water_chars=10,
                                                       distill=lambda r: "s"), counter=COUNTER)
         f = rp.requests
-        assert rp.high_water == 10_000 and (f["overshoot_tokens"] == 0).all()
+        assert rp.limit.tokens == 10_000 and rp.limit.kind == "high_water" and (f["overshoot_tokens"] == 0).all()
         # each request extends the previous one: all of it but the reply priming is cached
         for i in range(1, len(rp)):
             prev = rp.rendered(i - 1)

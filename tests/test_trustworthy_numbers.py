@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from harpe_lab import datasets
-from harpe_lab.strategies.harpe import FullContext, SummarizingContext, WindowedContext
+from harpe_lab.strategies.harpe import FullContext, WindowedContext
 from harpe_lab.conversation import Conversation, Turn
 from harpe_lab.errors import HarpeLabError, StrategyError
 from harpe_lab.importers import load_harpe, to_journal
@@ -183,7 +183,9 @@ class TestPresetsMeanTheSameBudget:
         assert not with_bytes.requests["messages_sent"].equals(f["messages_sent"])  # the counter is used
 
     def test_a_preset_says_when_another_knob_binds(self):
-        assert "n" in get_preset("chain").note and "budget" in get_preset("chain").note
+        note = get_preset("chain").note
+        assert "budget binds only when the last n messages" in note
+        assert get_preset("chain").knob("n").default == 100  # the knob that note names
 
     def test_budget_sets_each_presets_own_knob(self):
         c = datasets.load("support_chat")
