@@ -234,6 +234,62 @@ def _clearing(*, counter: Any, system: str, tools: tuple, high_water: int, keep:
     return lambda: policy.context(system, counter=counter, tools=tools)
 
 
+def _claude_code(*, system: str, distill: Distill | None, high_water: int | None, context_window: int,
+                 **_: Any) -> Factory:
+    from .strategies.claude_code import AutoCompact
+
+    if high_water is None:
+        config = AutoCompact(context_window=context_window)
+    elif high_water >= context_window:
+        raise StrategyError(f"high_water must be below context_window ({context_window:,}), got {high_water:,}; "
+                            "raise context_window")
+    else:
+        config = AutoCompact(context_window=context_window, reserve=context_window - high_water)
+    # the offline default writes at most 16,000 characters, the size of Claude Code's recorded summaries
+    make = _distiller(distill, min(16_000, config.threshold))
+    return lambda: config.context(system, distill=make())
+
+
+def _openhands_amortized(*, system: str, max_size: int, keep_first: int, **_: Any) -> Factory:
+    from .strategies.openhands import AmortizedForgetting
+
+    condenser = AmortizedForgetting(max_size=max_size, keep_first=keep_first)
+    return lambda: condenser.context(system)
+
+
+def _openhands_masking(*, system: str, attention_window: int, **_: Any) -> Factory:
+    from .strategies.openhands import ObservationMasking
+
+    policy = ObservationMasking(attention_window=attention_window)
+    return lambda: policy.context(system)
+
+
+def _openhands_summarizing(*, system: str, distill: Distill | None, max_size: int, keep_first: int,
+                           max_event_length: int, **_: Any) -> Factory:
+    from .strategies.openhands import LLMSummarizing
+
+    condenser = LLMSummarizing(max_size=max_size, keep_first=keep_first, max_event_length=max_event_length)
+    make = _distiller(distill, 4_000)
+    return lambda: condenser.context(system, distill=make())
+
+
+def _hybrid(*, system: str, distill: Distill | None, summarize_turns: int, keep_turns: int, window: int,
+            **_: Any) -> Factory:
+    from .strategies.hybrid import Hybrid
+
+    hybrid = Hybrid(summarize_turns=summarize_turns, keep_turns=keep_turns, window=window)
+    make = _distiller(distill, 4_000)
+    return lambda: hybrid.context(system, distill=make())
+
+
+def _events_knobs() -> tuple[Knob, Knob]:
+    return (Knob(name="max_size", unit="events", default=100, minimum=2,
+                 help="condense when the view holds more events than this (a user message, each tool call, "
+                      "each tool result is one); it then holds max_size // 2"),
+            Knob(name="keep_first", unit="events", default=1, minimum=0,
+                 help="the first events always kept (the task); below max_size // 2"))
+
+
 def _budget(help: str) -> Knob:
     return Knob(name="budget", unit="tokens", default=DEFAULT_BUDGET, minimum=1, scales=True, help=help)
 
@@ -327,6 +383,51 @@ _ALL = (
            needs=frozenset({"counter"}), limit_kind="high_water", _make=_clearing,
            note="recomputed at every request above the trigger: once past it, the cached prefix breaks at almost "
                 "every request"),
+    Preset(name="claude-code", family="anthropic",
+           description="Claude Code's auto-compact: at the threshold, the whole history (mid-turn too) becomes one "
+                       "summary message",
+           knobs=(Knob(name="high_water", unit="tokens", default=None, scales=True,
+                       help="the threshold: Claude Code's count (last reported input and output, plus new messages "
+                            "at 4 characters a token) at which it compacts; default: context_window - 33,000 "
+                            "(20,000 for the summary's output, 13,000 buffer)"),
+                  Knob(name="context_window", unit="tokens", default=200_000, minimum=33_001,
+                       help="the model's context window (200,000 for Claude models); a property of the model, "
+                            "not of the conversation")),
+           needs=frozenset({"distill"}), limit_kind="high_water", _make=_claude_code,
+           note="reactive: the request that crosses the threshold goes out; the next one is the summary message "
+                "alone, so the whole cached prefix is lost at each compaction"),
+    Preset(name="openhands-amortized", family="openhands",
+           description="OpenHands' AmortizedForgettingCondenser: above max_size events, forget all but the first "
+                       "keep_first and the newest, down to max_size // 2",
+           knobs=_events_knobs(), _make=_openhands_amortized,
+           note="counts events, not tokens: no limit is declared; rolling: what is forgotten stays forgotten"),
+    Preset(name="openhands-masking", family="openhands",
+           description="OpenHands' ObservationMaskingCondenser: tool results outside the last attention_window "
+                       "events replaced by \"<MASKED>\"",
+           knobs=(Knob(name="attention_window", unit="events", default=100, minimum=1,
+                       help="the newest events whose tool results are kept (OpenHands' config default: 100)"),),
+           _make=_openhands_masking, note="counts events, not tokens: no limit is declared; the cached prefix "
+                                          "breaks at every request once results are masked"),
+    Preset(name="openhands-summarizing", family="openhands",
+           description="OpenHands' LLMSummarizingCondenser: above max_size events, the middle (and the previous "
+                       "summary) folded into one summary after the first keep_first events",
+           knobs=(*_events_knobs(),
+                  Knob(name="max_event_length", unit="characters", default=10_000, minimum=0,
+                       help="each event is cut to this many characters in the summarizer's request")),
+           needs=frozenset({"distill"}), _make=_openhands_summarizing,
+           note="counts events, not tokens: no limit is declared; keep_first must be below max_size // 2 - 1"),
+    Preset(name="hybrid", family="jetbrains",
+           description="\"The Complexity Trap\"'s hybrid: SWE-agent's masking of all but the last window "
+                       "observations, and a checkpoint summary of summarize_turns turns once "
+                       "summarize_turns + keep_turns are unsummarized",
+           knobs=(Knob(name="summarize_turns", unit="tool rounds", default=43, minimum=1,
+                       help="N: turns folded into each checkpoint (the paper's hybrid: 43)"),
+                  Knob(name="keep_turns", unit="tool rounds", default=10, minimum=1,
+                       help="M: the newest turns kept at a checkpoint (10)"),
+                  Knob(name="window", unit="tool rounds", default=10, minimum=1,
+                       help="the newest tool observations kept verbatim (10)")),
+           needs=frozenset({"distill"}), _make=_hybrid,
+           note="counts turns, not tokens: no limit is declared"),
 )
 
 PRESETS: Mapping[str, Preset] = {p.name: p for p in _ALL}

@@ -12,6 +12,15 @@
   replace old tool output in place: SWE-agent's observation masking, the Agents SDK's
   `ToolOutputTrimmer` (checked against its own code, `harpe_lab.peers.openai_agents`), and
   Anthropic's tool-result clearing.
+* `harpe_lab.strategies.openhands` — OpenHands' condensers (`AmortizedForgetting`,
+  `ObservationMasking`, `LLMSummarizing`), over OpenHands' events.
+* `harpe_lab.strategies.hybrid` — "The Complexity Trap"'s hybrid (`Hybrid`): SWE-agent's
+  masking plus a checkpoint summary every N turns.
+* `harpe_lab.strategies.claude_code` — Claude Code's auto-compact (`AutoCompact`): at the
+  threshold, the whole history, mid-turn too, becomes one summary message.
+* `harpe_lab.strategies.langchain` — LangChain 1.x's middleware: `Summarization`
+  (``SummarizationMiddleware``) and `ClearToolUsesEdit` (``ContextEditingMiddleware``),
+  checked against LangChain's own code (`harpe_lab.peers.langchain`).
 """
 
 from __future__ import annotations
@@ -19,7 +28,8 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
-__all__ = ["autogen", "clearing", "editing", "harpe", "laser", "masking", "orion", "trimming"]
+__all__ = ["autogen", "claude_code", "clearing", "editing", "harpe", "hybrid", "langchain", "laser", "masking",
+           "openhands", "orion", "trimming"]
 
 
 def __getattr__(name: str) -> Any:

@@ -86,9 +86,14 @@ class EditContext(PolicyLifecycle):
         memo[id(original)] = (original, new)
         return new
 
+    def _edited(self) -> tuple[Message, ...]:
+        """The messages the policy is applied to: the transcript (a subclass may send a
+        view of it instead, as the hybrid sends its checkpoint and the turns after it)."""
+        return tuple(self._transcript)
+
     def render(self) -> tuple[Message, ...]:
         """What the next request carries (the policy applied, stand-ins made stable)."""
-        seq = tuple(self._transcript)
+        seq = self._edited()
         out = list(self.policy(seq))
         check_edit(seq, out, self.policy)
         for k, (m, o) in enumerate(zip(seq, out)):
