@@ -16,6 +16,9 @@ journal     ``Journal.stream`` over a large journal / bare orjson (and / ``json`
 scale       one sweep on 1 process / on 2 processes, and / on dask (`benchmarks.scale`)
 dashboard   the Explorer's redraw after a slider change at 1,000 requests, in ms
             (`benchmarks/widgets.py`, run as a subprocess and its report read)
+cache       cache-aware cost against the usage real Claude Code sessions recorded (median
+            cache-read error, total cost error), and every preset's cost with and without
+            prompt caching, a table after the results (`benchmarks.cache_cost`)
 ==========  ==============================================================================
 
 The table goes to stdout and, with the date and the machine, to ``benchmarks/RESULTS.md``
@@ -170,12 +173,21 @@ def _scale(s: Sizes, dask: bool) -> list[Row]:
     return scale.run(reps=s.reps, count=s.scale_conversations, turns=s.scale_turns, dask=dask, burn_n=s.burn)
 
 
+def _cache(tiny: bool, extras: list[str]) -> list[Row]:
+    from benchmarks import cache_cost
+
+    rows, table = cache_cost.run(tiny=tiny)
+    extras.append(table)
+    return rows
+
+
 SECTIONS: dict[str, str] = {
     "floor": "1 floor",
     "langchain": "2 LangChain",
     "journal": "3 journal",
     "scale": "4 scale-out",
     "dashboard": "5 dashboard",
+    "cache": "6 cache cost",
 }
 
 
@@ -209,7 +221,9 @@ def main(argv: list[str] | None = None) -> int:
         "journal": lambda: journal_rows(sizes.journal_mb, sizes.reps),
         "scale": lambda: _scale(sizes, dask=not args.no_dask),
         "dashboard": lambda: dashboard_rows(sizes.dashboard_requests, sizes.dashboard_moves),
+        "cache": lambda: _cache(args.tiny, extras),
     }
+    extras: list[str] = []  # Markdown sections after the table
     rows: list[Row] = []
     notes: list[str] = []
     failed = False
@@ -233,7 +247,7 @@ def main(argv: list[str] | None = None) -> int:
                      f"(CPU): {', '.join(slow)}.")  # fmt: skip
     table = format_table(rows)
     print(table)
-    args.out.write_text(results_markdown(rows, info, notes), encoding="utf-8")
+    args.out.write_text(results_markdown(rows, info, notes) + "".join(f"\n{x}" for x in extras), encoding="utf-8")
     log(f"wrote {args.out} ({total / 60:.1f} min)")
     return 1 if failed else 0
 

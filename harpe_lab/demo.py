@@ -34,7 +34,7 @@ TABLE_COLUMNS = (
     ("Tokens and counts", ("strategy", "requests", "input_tokens_sum", "input_tokens_median", "input_tokens_max",
                            "compactions", "summaries", "overshoots", "overshoot_tokens_max", "messages_dropped_max")),
     ("Summaries, cache and cost", ("strategy", "distill_calls", "distill_tokens", "cached_prefix_share",
-                                   "cost_usd", "cost_usd_cached")),
+                                   "cache_read_tokens_sum", "cache_write_tokens_sum", "cost_usd", "cost_usd_cached")),
     ("What the model could still know: retention relative to the full history",
      ("strategy", "retention", "retention_denominator", "verbatim", "only_in_summary", "lost", "needs_judge",
       "artifact_retention")),

@@ -42,8 +42,18 @@ distill_calls               distill calls made while preparing this request
 distill_input_tokens        their input tokens
 distill_output_tokens       their output tokens
 cached_prefix_tokens        tokens of the longest prefix identical to the previous request
+cache_read_tokens           of the input, tokens the provider serves from its prompt cache
+cache_write_tokens          of the input, tokens the provider charges as a cache write
 cost_usd, cost_usd_cached   price without and with prompt caching (NaN without pricing)
+distill_cost_usd            the distill calls' part of both (their input is not cached)
 ==========================  =============================================================
+
+The two cache columns follow the pricing's `harpe_lab.models.PromptCache` (the provider's
+rule: breakpoints or automatic, a minimum size, a TTL), given what the provider held from
+the previous request; they are 0 without pricing, or for a provider that caches nothing.
+The TTL is measured on the recording's request times (a turn's ``metadata["request_times"]``,
+one per reply, seconds since the epoch, as `harpe_lab.importers.load_claude_code` records
+them); without them nothing expires.
 """
 
 from __future__ import annotations
@@ -72,7 +82,8 @@ REQUEST_COLUMNS = (
     "output_tokens", "recorded_input_tokens",
     "messages_sent", "messages_dropped", "compacted", "summarized", "overshoot_tokens",
     "distill_calls", "distill_input_tokens", "distill_output_tokens",
-    "cached_prefix_tokens", "cost_usd", "cost_usd_cached",
+    "cached_prefix_tokens", "cache_read_tokens", "cache_write_tokens", "cost_usd", "cost_usd_cached",
+    "distill_cost_usd",
 )  # fmt: skip
 
 SENT, SUMMARIZED, DROPPED = "sent", "summarized", "dropped"
@@ -283,6 +294,9 @@ def totals(frame: Any) -> dict[str, float]:
         # NaN without pricing, not a misleading 0
         "cost_usd": float(f["cost_usd"].sum(min_count=1)),
         "cost_usd_cached": float(f["cost_usd_cached"].sum(min_count=1)),
+        "cache_read_tokens_sum": int(f["cache_read_tokens"].sum()),
+        "cache_write_tokens_sum": int(f["cache_write_tokens"].sum()),
+        "distill_cost_usd": float(f["distill_cost_usd"].sum(min_count=1)),
     }
 
 
@@ -400,7 +414,9 @@ def replay(
     factory, counting tokens with ``counter``.
 
     ``tools`` are the OpenAI tool schemas the agent offered (they count in every request);
-    ``pricing`` a model name in litellm's price table (or a `Pricing`) for the cost columns;
+    ``pricing`` a model name in litellm's price table (or a `Pricing`) for the cost and
+    cache columns — a name on a provider whose callers choose the cache TTL (Anthropic) takes
+    the one the recording's agent chose, ``conversation.metadata["cache_ttl"]``, when recorded;
     ``on_event`` receives each `ReplayEvent` as it happens. Raises `StrategyError` naming
     the strategy and the request when a context breaks an invariant.
     """
@@ -409,6 +425,10 @@ def replay(
     ctx = _strategy(context)
     strategy = name or type(ctx).__name__
     price = Pricing.for_model(pricing) if isinstance(pricing, str) else pricing
+    ttl = conversation.metadata.get("cache_ttl")
+    if isinstance(pricing, str) and ttl and price.cache is not None and price.cache.kind == "breakpoints":
+        price = Pricing.for_model(pricing, cache_ttl=ttl)
+    cache = price.cache if price is not None else None
     tools = tuple(tools)
     limit = ctx.limit if isinstance(ctx, DeclaresLimit) else None
     if limit is not None and not isinstance(limit, Limit):
@@ -457,6 +477,7 @@ def replay(
     request = 0
     available = 0  # messages the full history holds now
     prev: tuple[str, int] | None = None  # the previous request's system prompt and length
+    prev_at: float | None = None  # when the previous request went out (recorded), if known
     limit_tokens = None if limit is None else limit.tokens
     for t, turn in enumerate(conversation.turns):
         msgs = rec.turns[t]
@@ -466,6 +487,7 @@ def replay(
         first = ctx.compact()
         session.adopt(first.rendered.system, tuple(first.rendered.messages), t, request, checks)
         usage = turn.usage
+        times = turn.metadata.get("request_times") or ()
         rounds = _rounds(msgs[1:]) or [(None, [])]
         for step, (reply, after) in enumerate(rounds):
             i = request
@@ -479,8 +501,17 @@ def replay(
             checks.budget_kept(system, session.messages, total, i)
             compacted = prev is not None and (prev[0] != system or session.shared < prev[1])
             cached = 0
-            if prev is not None and prev[0] == system and session.shared:
+            if prev is not None and prev[0] == system:  # the system prompt and tools are shared too
                 cached = fixed - REPLY_PRIMING + session.prefix_tokens(session.shared)
+            read = write = 0
+            at = times[step] if step < len(times) else None
+            if cache is not None:
+                gap = None if at is None or prev_at is None else at - prev_at
+                same_fixed = fixed - REPLY_PRIMING if prev is not None and prev[0] == system else 0
+                read, write = cache.split(prompt=input_tokens - REPLY_PRIMING, shared=cached,
+                                          extends=prev is not None and not compacted, fixed=same_fixed, gap=gap)
+            if at is not None:
+                prev_at = at
             folded = listener.folded
             if folded:
                 mark_summarized(t, i)
@@ -490,18 +521,20 @@ def replay(
             out_tokens = 0
             if reply is not None:
                 out_tokens = recorded.output_tokens if recorded is not None and recorded.output_tokens else counter.count_message(reply)
-            cost = cost_cached = math.nan
+            cost = cost_cached = d_cost = math.nan
             if price is not None:
-                extra = d_in * price.input + d_out * price.output + out_tokens * price.output
+                d_cost = d_in * price.input + d_out * price.output
+                extra = d_cost + out_tokens * price.output
                 cost = input_tokens * price.input + extra
-                cost_cached = (input_tokens - cached) * price.input + cached * price.cache_read + extra
+                cost_cached = ((input_tokens - read - write) * price.input + read * price.cache_read
+                               + write * price.cache_write + extra)
             row = (
                 conversation.id, strategy, t, step, i, turn.outcome,
                 input_tokens, fixed - summary_sys, summary_sys + synth, total - synth - session.turn_tokens,
                 session.turn_tokens, out_tokens, recorded.input_tokens if recorded is not None else math.nan,
                 len(session.messages), available - session.originals, compacted, folded,
                 max(0, input_tokens - limit_tokens) if limit_tokens is not None else 0,
-                d_calls, d_in, d_out, cached, cost, cost_cached,
+                d_calls, d_in, d_out, cached, read, write, cost, cost_cached, d_cost,
             )  # fmt: skip
             for add, value in zip(appends, row):
                 add(value)

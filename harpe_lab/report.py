@@ -73,7 +73,21 @@ GLOSSARY: tuple[tuple[str, str], ...] = (
                              "share of tokens sent."),
     ("cost_usd", "Price of the request without prompt caching: input tokens, reply and distill tokens at the "
                  "model's prices. Missing (–) when no pricing was given."),
-    ("cost_usd_cached", "The same price with the cached prefix billed at the provider's cache-read price."),
+    ("cache_read_tokens", "Of input_tokens, the tokens the provider serves from its prompt cache, by its rule "
+                          "(harpe_lab.models.PromptCache): what it held from the previous request — all of it when "
+                          "the request extends it; after a change, only the system prompt and tools on Anthropic, "
+                          "the shared prefix in 128-token steps on OpenAI — and nothing below the provider's minimum "
+                          "or when the recorded time since the previous request exceeds its TTL. 0 without pricing. "
+                          "Cache reads = their sum over all requests."),
+    ("cache_write_tokens", "Of input_tokens, the tokens the provider charges as a cache write: on Anthropic all "
+                           "that was not read (1.25× the input price, 2× for the one-hour cache); 0 where writes "
+                           "are not charged (OpenAI) and below the minimum. Cache writes = their sum over all "
+                           "requests."),
+    ("cost_usd_cached", "Price of the request with prompt caching: cache_read_tokens at the cache-read price, "
+                        "cache_write_tokens at the cache-write price, the rest of the input at the input price, "
+                        "the reply and distill calls as in cost_usd."),
+    ("distill_cost_usd", "The distill calls' part of cost_usd and cost_usd_cached: their input and output tokens "
+                         "at the model's prices, never cached. Distill cost = their sum over all requests."),
     ("retention", "Of the probes (questions about the conversation) whose answer the full history holds — "
                   "findable by the offline matcher in what FullContext sends — the share the strategy's request "
                   "still holds: evidence sent verbatim, or the answer findable in what was sent, summary included. "
@@ -116,6 +130,9 @@ COLUMN_LABELS: dict[str, str] = {
     "artifact_retention": "artifact retention",
     "cost_usd": "cost",
     "cost_usd_cached": "cost with cache",
+    "cache_read_tokens_sum": "cache reads",
+    "cache_write_tokens_sum": "cache writes",
+    "distill_cost_usd": "distill cost",
     "limit": "limit",
     "overshoot_share": "share of requests",
     "error": "error",
@@ -174,7 +191,8 @@ def table_html(frame: Any, columns: Sequence[str] | None = None, *, classes: str
              "overshoot_tokens_max": "overshoot_tokens", "input_tokens_sum": "input_tokens",
              "input_tokens_median": "input_tokens", "input_tokens_p90": "input_tokens", "input_tokens_max": "input_tokens",
              "messages_dropped_max": "messages_dropped", "distill_tokens": "distill_calls",
-             "cached_prefix_share": "cached_prefix_tokens", "error": "refused"}  # fmt: skip
+             "cached_prefix_share": "cached_prefix_tokens", "error": "refused",
+             "cache_read_tokens_sum": "cache_read_tokens", "cache_write_tokens_sum": "cache_write_tokens"}  # fmt: skip
     head = []
     for c, label in zip(cols, shown.columns):
         tip = defs.get(alias.get(c, c))

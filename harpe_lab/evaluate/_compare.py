@@ -48,8 +48,8 @@ def compare(
     input_tokens_sum/median/max input tokens sent, over all requests
     compactions                 `ContextCompacted` events
     distill_calls/tokens        distill calls and their input + output tokens
-    distill_cost_usd            their cost: the frame's ``distill_cost_usd`` when the engine
-                                records one, else priced with ``pricing`` (a model name or
+    distill_cost_usd            their cost: the frame's ``distill_cost_usd`` when the replay
+                                was priced, else priced with ``pricing`` (a model name or
                                 `harpe_lab.replay.Pricing`), else NaN
     overshoots                  requests above the strategy's high water mark
     overshoot_tokens_max        the largest overshoot
@@ -94,8 +94,9 @@ def compare(
         t = rp.totals()
         conv = rp.conversation
         n = len(f)
-        if "distill_cost_usd" in f.columns:
-            dcost = float(f["distill_cost_usd"].sum())
+        priced = float(f["distill_cost_usd"].sum(min_count=1)) if "distill_cost_usd" in f.columns else math.nan
+        if not math.isnan(priced):  # the replay was priced
+            dcost = priced
         elif price is not None:
             dcost = float(f["distill_input_tokens"].sum() * price.input + f["distill_output_tokens"].sum() * price.output)
         else:

@@ -35,11 +35,18 @@ Anthropic API ``message``, plus bookkeeping (``progress``, ``system``, ``queue-o
   ``acompact`` agents). A subagent file can itself be loaded with `load_claude_code`.
 * Tool calls whose result was never written get a failed placeholder result (counted in
   the turn's ``metadata["missing_tool_results"]``) so every call stays paired.
+* **Times, for the prompt cache.** A turn's ``metadata["request_times"]`` has one entry per
+  reply: when its request went out, in seconds since the epoch — the timestamp of the last
+  record written before the reply's first record (the user input or tool result it
+  answers), ``None`` when there is none. The conversation's ``metadata["cache_ttl"]`` is
+  the TTL, in seconds, of the cache entries the session wrote (300 or 3600: Claude Code
+  reports ``ephemeral_5m_input_tokens`` / ``ephemeral_1h_input_tokens``), when reported.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -93,6 +100,16 @@ def claude_code_subagents(path: Any) -> list[Path]:
     return sorted(folder.glob("agent-*.jsonl")) if folder.is_dir() else []
 
 
+def _seconds(stamp: Any) -> float | None:
+    """An ISO timestamp (``2026-02-11T20:36:47.925Z``) in seconds since the epoch."""
+    if not isinstance(stamp, str) or not stamp:
+        return None
+    try:
+        return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
 def _usage(raw: Any, model: str) -> Usage | None:
     if not isinstance(raw, Mapping):
         return None
@@ -120,6 +137,7 @@ class _Round:
     results_id: str = ""
     usage: Usage | None = None
     thinking: list[str] = field(default_factory=list)
+    sent: float | None = None
 
 
 class _Reader:
@@ -136,6 +154,8 @@ class _Reader:
         self.models: list[str] = []
         self.agent_links: dict[str, str] = {}  # agentId -> tool_use_id
         self.task_inputs: dict[str, Any] = {}  # tool_use_id -> Task input
+        self.before: Any = None  # the timestamp of the record before the current one
+        self.ttl_writes = {300: 0, 3600: 0}  # replies that wrote 5-minute / 1-hour cache entries
 
     # -- rounds -------------------------------------------------------------------------
 
@@ -144,6 +164,9 @@ class _Reader:
         if r is None:
             return
         self.builder.assistant(AssistantMessage("".join(r.texts), tuple(r.calls)), r.id, r.usage)
+        turn = self.builder.current
+        assert turn is not None
+        turn.metadata.setdefault("request_times", []).append(r.sent)
         if r.results:
             self.builder.results(ToolResults(tuple(r.results)), r.results_id)
         if r.thinking:
@@ -167,10 +190,14 @@ class _Reader:
                     n += 1
                 rid = f"{mid}#{n}"
             self.used_ids.add(rid)
-            self.round = _Round(rid)
+            self.round = _Round(rid, sent=_seconds(self.before) or _seconds(rec.get("timestamp")))
         r = self.round
         if "usage" in msg:
             r.usage = _usage(msg.get("usage"), model)
+            split = msg["usage"].get("cache_creation") if isinstance(msg["usage"], Mapping) else None
+            if isinstance(split, Mapping):
+                self.ttl_writes[300] += bool(split.get("ephemeral_5m_input_tokens"))
+                self.ttl_writes[3600] += bool(split.get("ephemeral_1h_input_tokens"))
         content = msg.get("content")
         if isinstance(content, str):
             r.texts.append(content)
@@ -295,7 +322,7 @@ class _Reader:
             if kind in ("user", "assistant", "system") and first is None:
                 first = rec
             if isinstance(rec.get("timestamp"), str):
-                last_time = rec["timestamp"]
+                self.before, last_time = last_time, rec["timestamp"]
             if kind == "assistant":
                 if not isinstance(rec.get("message"), Mapping):
                     raise src.error(lineno, "an assistant record with no 'message' object")
@@ -336,6 +363,8 @@ class _Reader:
             meta["sidechain_records"] = skipped
         if self.boundaries:
             meta["compaction_boundaries"] = self.boundaries
+        if any(self.ttl_writes.values()):
+            meta["cache_ttl"] = max(self.ttl_writes, key=self.ttl_writes.__getitem__)
         subagents = []
         for p in claude_code_subagents(src.path):
             agent_id = p.stem[len("agent-"):]

@@ -12,6 +12,8 @@
 `default_cache_dir`,        the disk cache's folder and the arguments that enter its key
 `CACHE_KEY_PARAMS`
 `Pricing`, `reply_cost`     prices from litellm's offline table
+`PromptCache`,              a provider's prompt-cache rule (breakpoints, automatic; TTL,
+`PREFIX_CACHE`              minimum), read from that table and the providers' docs
 `model_input_limit`,        a model's context window and token counts, offline
 `count_tokens`
 ==========================  ===============================================================
@@ -27,6 +29,7 @@ from ._cache import CACHE_KEY_PARAMS, default_cache_dir
 from ._call import CachedModel, Completion, ModelCall, route, send
 from ._failures import Failure, classify, explain
 from ._pricing import Pricing, reply_cost, suggest_models
+from ._prompt_cache import PREFIX_CACHE, PromptCache
 from ._response import UnusableReply, reply_of, usage_of
 from ._secrets import scrub, secrets_of
 from ._window import count_tokens, model_input_limit
@@ -48,6 +51,8 @@ __all__ = [
     "default_cache_dir",
     "CACHE_KEY_PARAMS",
     "Pricing",
+    "PromptCache",
+    "PREFIX_CACHE",
     "suggest_models",
     "reply_cost",
     "model_input_limit",

@@ -1,5 +1,5 @@
-"""Prices per token for one model, from litellm's bundled (offline) price table, and the
-price of one reply."""
+"""Prices per token for one model, from litellm's bundled (offline) price table, with the
+provider's prompt-cache rule (`PromptCache`), and the price of one reply."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from typing import Any, Mapping
 
 from ..errors import StrategyError
 from ..messages import Usage
+from ._prompt_cache import ANTHROPIC_TTLS, PREFIX_CACHE, PromptCache
 
 __all__ = ["Pricing", "suggest_models", "reply_cost"]
 
@@ -66,28 +67,48 @@ def suggest_models(model: str, table: Mapping[str, Any], n: int = 5) -> list[str
 
 @dataclass(frozen=True)
 class Pricing:
-    """USD per token for one model, from litellm's bundled price table."""
+    """USD per token for one model, from litellm's bundled price table, and how its
+    provider caches prompts.
+
+    ``cache_write`` is the price of a token written to the cache (``None``: writes are
+    billed as ordinary input); ``cache`` the provider's `PromptCache` rule (``None``: the
+    provider caches nothing). Prices given by hand get `PREFIX_CACHE`: any prefix shared
+    with the previous request is read at ``cache_read``.
+    """
 
     model: str
     input: float
     output: float
     cache_read: float
+    cache_write: float | None = None
+    cache: PromptCache | None = PREFIX_CACHE
+
+    def __post_init__(self) -> None:
+        if self.cache_write is None:
+            object.__setattr__(self, "cache_write", self.input)
 
     @classmethod
-    def for_model(cls, model: str) -> "Pricing":
-        """Look ``model`` up in litellm's offline price table (``openai/gpt-4o`` or ``gpt-4o``)."""
+    def for_model(cls, model: str, *, cache_ttl: float | None = None) -> "Pricing":
+        """Look ``model`` up in litellm's offline price table (``openai/gpt-4o`` or ``gpt-4o``).
+
+        The cache rule follows the table (see `harpe_lab.models._prompt_cache`): a priced
+        cache write means breakpoints (Anthropic), a priced read alone automatic caching
+        (OpenAI and the like), neither no caching. ``cache_ttl`` (seconds) overrides the
+        default 300: on Anthropic it is 300 or 3600 (the 1-hour cache, whose writes cost
+        ``cache_creation_input_token_cost_above_1hr``).
+        """
         if not isinstance(model, str) or not model.strip():
             raise StrategyError(f"model must be a model name such as 'openai/gpt-4o', but {model!r} was passed")
+        if cache_ttl is not None and (isinstance(cache_ttl, bool) or not isinstance(cache_ttl, (int, float))
+                                      or not cache_ttl > 0):
+            raise StrategyError(f"cache_ttl must be a number of seconds > 0, got {cache_ttl!r}")
         from ._litellm import litellm
 
         table = litellm().model_cost
         for key in (model, model.split("/", 1)[-1]):
             entry = table.get(key)
             if _priced(entry):
-                inp = float(entry["input_cost_per_token"])
-                out = float(entry.get("output_cost_per_token") or 0.0)
-                cache = entry.get("cache_read_input_token_cost")
-                return cls(model, inp, out, inp if cache is None else float(cache))
+                return cls._from_entry(model, entry, cache_ttl)
         close = suggest_models(model, table)
         hint = f"did you mean {', '.join(close)}? " if close else "no similar name either. "
         raise StrategyError(
@@ -95,6 +116,32 @@ class Pricing:
             "Use a name from that table, or give the prices yourself: Pricing(model, input=..., output=..., "
             "cache_read=...) in USD per token"
         )
+
+    @classmethod
+    def _from_entry(cls, model: str, entry: Mapping[str, Any], cache_ttl: float | None) -> "Pricing":
+        inp = float(entry["input_cost_per_token"])
+        out = float(entry.get("output_cost_per_token") or 0.0)
+        read = entry.get("cache_read_input_token_cost")
+        if read is None:
+            return cls(model, inp, out, inp, inp, None)
+        write = entry.get("cache_creation_input_token_cost")
+        minimum = int(entry.get("prompt_cache_min_tokens") or 1024)
+        ttl = float(cache_ttl) if cache_ttl is not None else 300.0
+        if write is not None and float(write) > inp:
+            if ttl not in ANTHROPIC_TTLS:
+                raise StrategyError(
+                    f"{model} caches at breakpoints with a TTL of 300 or 3600 seconds (5m or 1h), "
+                    f"but cache_ttl={cache_ttl!r} was passed"
+                )
+            if ttl > ANTHROPIC_TTLS[0]:
+                hour = entry.get("cache_creation_input_token_cost_above_1hr")
+                write = float(hour) if hour is not None else 2.0 * inp  # Anthropic: 2x for the 1-hour cache
+            rule = PromptCache(kind="breakpoints", min_tokens=minimum, ttl=ttl)
+            return cls(model, inp, out, float(read), float(write), rule)
+        provider = str(entry.get("litellm_provider", ""))
+        increment = 128 if provider in ("openai", "azure") else 1
+        rule = PromptCache(kind="automatic", min_tokens=minimum, increment=increment, ttl=ttl)
+        return cls(model, inp, out, float(read), inp, rule)
 
 
 def reply_cost(model: str, usage: Usage | None) -> float:
