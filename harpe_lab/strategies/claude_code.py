@@ -1,0 +1,278 @@
+"""Claude Code's auto-compact: above a threshold, the whole history becomes one summary message.
+
+Sources read (Claude Code 2.1.x, the version that wrote the recordings is 2.1.39):
+
+* the threshold — ``services/compact/autoCompact.ts`` as quoted and explained in
+  "Harness engineering from Claude Code", chapter 9 (zhanghandong.github.io/
+  harness-engineering-from-cc-to-ai-coding/en/part3/ch09.html) and in
+  anthropics/claude-code issues #12004 (``nx1 = 13000``, "Auto-compact threshold = Available
+  - 13000") and #31806 (``getAutoCompactThreshold``: ``effectiveWindow - 13000``, ~83.5% of
+  200k): the *effective window* is the model's context window less what is reserved for the
+  summary's own output, ``min(the model's max output tokens, MAX_OUTPUT_TOKENS_FOR_SUMMARY =
+  20_000)``; the threshold is that less ``AUTOCOMPACT_BUFFER_TOKENS = 13_000``. For a
+  200,000-token window: 200,000 - 20,000 - 13,000 = **167,000**. Auto-compact fires when the
+  count reaches it (``>=``). ``CLAUDE_AUTOCOMPACT_PCT_OVERRIDE`` can only lower it (#31806)
+  and is not modelled.
+* the count — ``tokenCountWithEstimation`` (the same chapter; manavgup.github.io/shipai
+  deep-dive 06): the usage the API reported for the last reply (its whole input, cache reads
+  and writes included, plus its output tokens) and a rough estimate, 4 characters a token,
+  of every message added since. Checked before every model call: at a turn's start (the
+  new input counted, and folded into the summary with the rest) and between tool rounds, so
+  it compacts mid-turn.
+* the result — the recordings themselves (``compact_boundary`` records with
+  ``compactMetadata: {"trigger": "auto", "preTokens": ...}``, then an ``isCompactSummary``
+  user message): the model call that follows carries that one user message, "This session
+  is being continued from a previous conversation that ran out of context. The summary below
+  covers the earlier portion of the conversation." then the summary, then a request to go on
+  with the last task without asking the user anything (`CONTINUATION_HEAD`,
+  `CONTINUATION_TAIL`), and then whatever the agent does next. The system prompt and tools
+  are sent unchanged.
+
+Checked against three real sessions (``docs/strategies.md``, "Claude Code auto-compact,
+checked"; ``tests/test_claude_code_compact.py``): driven with the usage Claude Code
+recorded, the first compaction happens at the recorded model call with the recorded
+``preTokens``; replayed with a counter calibrated on each session, within one call of it.
+
+Not modelled: the files, plan and todo list Claude Code re-attaches after a compaction (up
+to five recently read files; the recordings do not hold them); the transcript-path
+sentence Claude Code adds to the summary (it names a file on the recording machine);
+microcompaction of old tool results; failure retries. The summary comes from the distiller
+given (Harpe's distill request, with `COMPACT_SYSTEM`); a text that already begins with
+`CONTINUATION_HEAD` — one of Claude Code's own, through ``RecordedDistiller`` — is sent as
+it is.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from .._text import CHARS_PER_TOKEN, message_chars
+from ..errors import StrategyError
+from ..messages import AssistantMessage, Message, Rendered, Usage, UserInput
+from ..protocol import Compaction, ContextCompacted, Distill, EventHub, Limit, MeteredDistill
+from .harpe import distill_request
+
+__all__ = [
+    "AutoCompact",
+    "AutoCompactContext",
+    "AutoCompacted",
+    "CONTEXT_WINDOW",
+    "SUMMARY_OUTPUT_RESERVE",
+    "AUTOCOMPACT_BUFFER",
+    "CONTINUATION_HEAD",
+    "CONTINUATION_TAIL",
+    "COMPACT_SYSTEM",
+    "continuation",
+]
+
+CONTEXT_WINDOW = 200_000
+"""The context window Claude Code assumes for Claude models (the recordings' Opus 4.6)."""
+SUMMARY_OUTPUT_RESERVE = 20_000
+"""``MAX_OUTPUT_TOKENS_FOR_SUMMARY``: kept free for the summary's output (Claude Code takes
+the smaller of this and the model's max output tokens)."""
+AUTOCOMPACT_BUFFER = 13_000
+"""``AUTOCOMPACT_BUFFER_TOKENS``: the margin below the effective window."""
+
+CONTINUATION_HEAD = (
+    "This session is being continued from a previous conversation that ran out of context. "
+    "The summary below covers the earlier portion of the conversation."
+)
+"""How Claude Code's summary message begins (as recorded by Claude Code 2.1.39)."""
+CONTINUATION_TAIL = (
+    "Please continue the conversation from where we left off without asking the user any further "
+    "questions. Continue with the last task that you were asked to work on."
+)
+"""How it ends (as recorded)."""
+
+COMPACT_SYSTEM = (
+    "You write the summary a coding agent continues from after its conversation is cleared. The "
+    "agent will see nothing else of the conversation. Cover, in order: what the user asked for and "
+    "why, every user message, the technical concepts involved, the files read or changed (with the "
+    "code that matters), errors met and how they were fixed, the problem solving so far, pending "
+    "tasks, the work in progress right now, and the next step, in the user's own words where they "
+    "gave one. Reply with the summary only."
+)
+"""The distill request's system prompt (our own words for what Claude Code's asks)."""
+
+
+def continuation(summary: str) -> str:
+    """The text of Claude Code's summary message carrying ``summary`` (as it is when it
+    already begins with `CONTINUATION_HEAD`)."""
+    if summary.startswith(CONTINUATION_HEAD):
+        return summary
+    return f"{CONTINUATION_HEAD}\n\n{summary}\n\n{CONTINUATION_TAIL}"
+
+
+def _check_int(name: str, value: object, minimum: int) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+        raise StrategyError(f"{name} must be an int >= {minimum}, got {value!r}")
+
+
+@dataclass(frozen=True)
+class AutoCompacted:
+    """Event: Claude Code's count was ``pre_tokens`` (>= ``threshold``), so the whole history
+    was summarized — the ``preTokens`` of a recorded ``compact_boundary``."""
+
+    pre_tokens: int
+    threshold: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class AutoCompact:
+    """Claude Code's auto-compact configuration: compact once the count reaches
+    ``context_window - reserve`` tokens (167,000 by default).
+
+    ``reserve`` is what Claude Code holds back: `SUMMARY_OUTPUT_RESERVE` (20,000) for the
+    summary's output plus `AUTOCOMPACT_BUFFER` (13,000).
+    """
+
+    context_window: int = CONTEXT_WINDOW
+    """The model's context window, in tokens."""
+    reserve: int = SUMMARY_OUTPUT_RESERVE + AUTOCOMPACT_BUFFER
+    """Tokens below the window where compaction fires."""
+
+    def __post_init__(self) -> None:
+        _check_int("context_window", self.context_window, 1)
+        _check_int("reserve", self.reserve, 0)
+        if self.reserve >= self.context_window:
+            raise StrategyError(
+                f"reserve must be below context_window ({self.context_window:,}), got {self.reserve:,}: "
+                "the threshold would be 0 or less"
+            )
+
+    @property
+    def threshold(self) -> int:
+        """The count at which Claude Code compacts."""
+        return self.context_window - self.reserve
+
+    def context(self, base_system: str, *, distill: Distill,
+                on_event: Callable[[object], None] | None = None) -> "AutoCompactContext":
+        """A fresh lifecycle context with this configuration. Build one per replay, with its
+        own distiller: a distiller may keep state across calls."""
+        return AutoCompactContext(base_system, self, distill=distill, on_event=on_event)
+
+
+def _rough(message: Message) -> int:
+    # Claude Code's rough estimate: characters / 4, rounded
+    return round(message_chars(message) / CHARS_PER_TOKEN)
+
+
+class AutoCompactContext:
+    """Claude Code's auto-compact in Harpe's lifecycle.
+
+    Every request sends the whole transcript; the transcript is the history since the last
+    compaction, which starts with the summary message. At each `compact` (a turn's start,
+    and after every tool round) the count is the last observed usage (input plus output
+    tokens) plus `_rough` of every message appended after that reply; at or above the
+    threshold, the whole transcript — the current turn's messages too — is handed to the
+    distiller and replaced by one `UserInput` holding `continuation` of its reply. A
+    distiller returning ``None`` leaves everything as it was. Each compaction reports
+    `AutoCompacted`, `ContextCompacted` and, through `MeteredDistill`, `DistillCall`.
+    """
+
+    def __init__(self, base_system: str, config: AutoCompact, *, distill: Distill,
+                 on_event: Callable[[object], None] | None = None) -> None:
+        if not isinstance(base_system, str):
+            raise StrategyError(f"base_system must be a str, got {type(base_system).__name__}")
+        if not isinstance(config, AutoCompact):
+            raise StrategyError(f"config must be an AutoCompact, got {config!r}")
+        self._events = EventHub(on_event)
+        self._distill = MeteredDistill(distill, self._events)
+        self.base_system = base_system
+        self.config = config
+        self._transcript: list[Message] = []
+        self._reported: int | None = None  # the last reply's input + output tokens
+        self._since = 0  # rough tokens of the messages appended after that reply
+        self._summary = ""
+        self._fresh = False  # nothing appended since the last compaction
+        self._marked: tuple = ([], None, 0, "", False)
+        self._turn_input: UserInput | None = None
+
+    @property
+    def limit(self) -> Limit:
+        """The threshold, as a reactive high-water mark (the request that crosses it goes out)."""
+        return Limit(tokens=self.config.threshold, kind="high_water")
+
+    @property
+    def summary(self) -> str:
+        """The last summary the distiller wrote ("" before the first compaction)."""
+        return self._summary
+
+    @property
+    def distill(self) -> Distill:
+        """The distiller this context calls."""
+        return self._distill.distill
+
+    @property
+    def transcript(self) -> tuple[Message, ...]:
+        """What the next request carries: the summary message, then everything since (a copy)."""
+        return tuple(self._transcript)
+
+    @property
+    def tokens(self) -> int:
+        """Claude Code's count now: the last reported usage plus the rough size of what came
+        after it (everything, roughly, before any usage was reported)."""
+        if self._reported is None:
+            return sum(_rough(m) for m in self._transcript)
+        return self._reported + self._since
+
+    def subscribe(self, sink: Callable[[object], None]) -> None:
+        """Also report every event to ``sink``."""
+        self._events.subscribe(sink)
+
+    def begin_turn(self, input: UserInput) -> None:
+        if not isinstance(input, UserInput):
+            raise TypeError(f"begin_turn takes a UserInput, got {type(input).__name__}")
+        self._marked = (list(self._transcript), self._reported, self._since, self._summary, self._fresh)
+        self._turn_input = input
+        self.append(input)
+
+    def append(self, message: Message) -> None:
+        if isinstance(message, AssistantMessage):
+            self._since = 0  # its tokens are the reported output tokens
+        else:
+            self._since += _rough(message)
+        self._transcript.append(message)
+        self._fresh = False
+
+    def observe(self, usage: Usage) -> None:
+        self._reported = usage.input_tokens + usage.output_tokens
+        self._since = 0
+
+    def compact(self) -> Compaction:
+        count = self.tokens
+        # right after a compaction nothing is left to fold but the summary itself
+        compacted = count >= self.config.threshold and not self._fresh and self._compact(count)
+        return Compaction(Rendered(self.base_system, tuple(self._transcript)), compacted)
+
+    def _compact(self, count: int) -> bool:
+        folded = self._transcript
+        request = Rendered(COMPACT_SYSTEM, (UserInput(distill_request(folded, "")),))
+        text = self._distill(request)
+        if text is None:
+            return False
+        if not isinstance(text, str):
+            raise StrategyError(f"distill must return a str or None, got {type(text).__name__}")
+        self._summary = text
+        message = UserInput(continuation(text))
+        self._transcript = [message]
+        self._fresh = True
+        # no usage is known for the new history: Claude Code estimates it until the next reply
+        self._reported, self._since = None, 0
+        self._events.emit(AutoCompacted(count, self.config.threshold))
+        self._events.emit(ContextCompacted(len(folded)))
+        return True
+
+    def commit_turn(self) -> None:
+        self._turn_input = None
+
+    def abort_turn(self) -> None:
+        transcript, self._reported, self._since, self._summary, self._fresh = self._marked
+        self._transcript = list(transcript)
+        if self._turn_input is not None:  # an aborted turn keeps its input, as Harpe's contexts do
+            self.append(self._turn_input)
+        self._turn_input = None
+
+    def __repr__(self) -> str:
+        return f"AutoCompactContext(threshold={self.config.threshold:,}, {len(self._transcript)} messages)"
