@@ -156,6 +156,15 @@ def _costs_markdown(frame: Any, source: str) -> str:
             f"{int(r['cache_read_tokens_sum']):,} | {int(r['cache_write_tokens_sum']):,} | ${r['cost_usd']:,.2f} | "
             f"${r['cost_usd_cached']:,.2f} | {r['cached_vs_full']:.2f} |"
         )
+    ok = frame[frame["cost_usd"].notna()] if "cost_usd" in frame else frame.iloc[0:0]
+    full = ok[ok["preset"] == "full"]
+    if len(full):
+        cheaper = ok["cost_usd"] < float(full["cost_usd"].iloc[0])
+        pays = ok[cheaper & (ok["cached_vs_full"] < 1)]["preset"].tolist()
+        lost = ok[cheaper & (ok["cached_vs_full"] >= 1)]["preset"].tolist()
+        lines += ["", f"Cheaper than `full` with caching too (breaking the cache pays): {', '.join(pays) or 'none'}.",
+                  f"Cheaper than `full` without caching but not with it (the lost reads cost more than what was "
+                  f"removed): {', '.join(lost) or 'none'}."]
     return "\n".join(lines) + "\n"
 
 
