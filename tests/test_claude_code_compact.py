@@ -281,7 +281,8 @@ class TestBundledDatasets:
 
     def test_the_preset_defaults_to_claude_codes_threshold(self):
         preset = PRESETS["claude-code"]
-        assert preset.family == "anthropic" and preset.limit_kind == "high_water" and preset.budget_knob.name == "high_water"
+        assert preset.family == "anthropic" and preset.limit_kind == "high_water"
+        assert preset.budget_knob.name == "high_water"
         ctx = preset.build(system=SYSTEM)()
         assert ctx.limit.tokens == 167_000
         assert preset.build(system=SYSTEM, context_window=1_000_000)().limit.tokens == 967_000
@@ -291,7 +292,7 @@ class TestBundledDatasets:
 
 # --- the real compactions --------------------------------------------------------------------
 
-REAL = [p for p in real_params("claude_code/*-*-*-*-*.jsonl", 6)]
+REAL = real_params("claude_code/*-*-*-*-*.jsonl", 6)
 
 
 def _recorded_request(conversation, frame) -> int:
