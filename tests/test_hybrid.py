@@ -221,8 +221,8 @@ class TestProperties:
             sent = rp.rendered(i).messages
             assert_pairs_by_ids(sent)
             assert rp.sent_ids(i)[-1] == rp.available_ids(i)[-1]
-            turns = sum(1 for k in range(len(sent) - 1)
-                        if isinstance(sent[k], AssistantMessage) and sent[k].calls and isinstance(sent[k + 1], ToolResults))
+            turns = sum(1 for a, b in zip(sent, sent[1:])
+                        if isinstance(a, AssistantMessage) and a.calls and isinstance(b, ToolResults))
             assert turns <= n + m - 1  # a checkpoint is made as soon as n + m turns are unsummarized
             verbatim = [k for k, x in enumerate(sent) if isinstance(x, ToolResults)
                         and not any(r.content.startswith("Old environment output") for r in x.results)]

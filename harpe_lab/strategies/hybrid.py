@@ -3,9 +3,9 @@ LLM summary of the oldest turns once enough of them are unsummarized.
 
 Lindenbauer, Slinko, Felder, Bogomolov, Zharov, "The Complexity Trap: Simple Observation
 Masking Is as Efficient as LLM Summarization for Agent Context Management" (arXiv:2508.21433,
-DL4C workshop at NeurIPS 2025). The paper (v3, read through its arXiv page and the authors'
-summaries) reports the hybrid as 7% and 11% cheaper than masking alone and summarizing alone.
-The knobs are read from the authors' SWE-agent fork, as mirrored in
+DL4C workshop at NeurIPS 2025). Its abstract (arXiv v3) and its repository's README report the
+hybrid as 7% and 11% cheaper than masking alone and summarizing alone; the paper's full text was
+not available here. The knobs are read from the authors' SWE-agent fork, as mirrored in
 Recursive-Safeguarding/the-complexity-trap at commit adfaa1a18b8b3500abb7537101b2bdcefa31f22a:
 ``config/default_no_demo_checkpoint_same_model_openhands_N=43_M=10_masking_M=10.yaml`` runs
 two history processors in order (``sweagent/agent/history_processors.py``):

@@ -234,11 +234,12 @@ class ObservationMasking:
 def _check_sizes(max_size: object, keep_first: object, room: int) -> None:
     _check_int("max_size", max_size, 1)
     _check_int("keep_first", keep_first, 0)
-    if keep_first >= max_size // 2 - room:  # type: ignore[operator]
+    bound = max_size // 2 - room  # type: ignore[operator]
+    if keep_first >= bound:  # type: ignore[operator]
         limit = "max_size // 2" if room == 0 else f"max_size // 2 - {room}"
         raise StrategyError(
-            f"keep_first ({keep_first}) must be less than {limit} ({max_size // 2 - room}) for "  # type: ignore[operator]
-            f"max_size {max_size}: the tail needs at least one event"
+            f"keep_first ({keep_first}) must be less than {limit} ({bound}) for max_size {max_size}: "
+            "the tail needs at least one event"
         )
 
 
@@ -442,7 +443,8 @@ class CondenserContext(PolicyLifecycle):
             # summary sat before them and is folded in through <PREVIOUS SUMMARY>)
             spans = [(t_lo, t_hi)] if resume <= start or t_lo >= resume else [(t_lo, start), (resume, t_hi)]
             forgotten = [e for a, b in spans for e in self._event_ids(a, b)]
-            text = self._distill(Rendered(SUMMARIZE_SYSTEM, (UserInput(summarize_prompt(previous, forgotten, c.max_event_length)),)))
+            prompt = summarize_prompt(previous, forgotten, c.max_event_length)
+            text = self._distill(Rendered(SUMMARIZE_SYSTEM, (UserInput(prompt),)))
             if text is None:
                 return
             if not isinstance(text, str):
