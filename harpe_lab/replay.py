@@ -53,7 +53,7 @@ rule: breakpoints or automatic, a minimum size, a TTL), given what the provider 
 the previous request; they are 0 without pricing, or for a provider that caches nothing.
 The TTL is measured on the recording's request times (a turn's ``metadata["request_times"]``,
 one per reply, seconds since the epoch, as `harpe_lab.importers.load_claude_code` records
-them); without them nothing expires.
+them), from the last request that has one; without them nothing expires.
 """
 
 from __future__ import annotations
@@ -510,7 +510,7 @@ def replay(
                 same_fixed = fixed - REPLY_PRIMING if prev is not None and prev[0] == system else 0
                 read, write = cache.split(prompt=input_tokens - REPLY_PRIMING, shared=cached,
                                           extends=prev is not None and not compacted, fixed=same_fixed, gap=gap)
-            if at is not None:
+            if at is not None:  # a request with no time (one the recording never made) refreshes nothing
                 prev_at = at
             folded = listener.folded
             if folded:

@@ -29,7 +29,7 @@ def _price(cache: PromptCache | None) -> Pricing:
     return Pricing("test", input=1e-6, output=2e-6, cache_read=1e-7, cache_write=write, cache=cache)
 
 
-def _chat(n: int, *, times: list[float] | None = None, words: int = 40) -> Conversation:
+def _chat(n: int, *, times: list[float | None] | None = None, words: int = 40) -> Conversation:
     """``n`` turns of one question and one answer, each request at ``times[k]`` when given."""
     turns = []
     for k in range(n):
@@ -73,6 +73,10 @@ class TestBreakpoints:
     def test_without_times_nothing_expires(self):
         f = _frame(_chat(3, words=40), ANTHROPIC)
         assert (f["cache_read_tokens"][1:] > 0).all()
+        # a request with no time (one the recording never made) neither expires nor refreshes:
+        # the next gap is measured from the last request that has one
+        f = _frame(_chat(3, times=[0.0, None, 10_000.0]), ANTHROPIC)
+        assert f["cache_read_tokens"][1] > 0 and f["cache_read_tokens"][2] == 0
 
     def test_a_changed_prefix_reads_the_fixed_part_and_writes_the_rest(self):
         f = _frame(_chat(3), ANTHROPIC, lambda: TurnContext(SYSTEM))
