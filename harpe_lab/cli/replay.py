@@ -34,7 +34,8 @@ _COLUMNS = (
     ("distill_calls", "distills", plain),
     ("cached_prefix_tokens", "cached prefix", tokens),
 )
-_COST_COLUMNS = (("cost_usd", "cost", usd), ("cost_usd_cached", "cost cached", usd))
+_COST_COLUMNS = (("cache_read_tokens", "cache read", tokens), ("cache_write_tokens", "cache write", tokens),
+                 ("cost_usd", "cost", usd), ("cost_usd_cached", "cost cached", usd))
 
 _TOTALS = (
     ("requests", "requests", plain),
@@ -50,7 +51,9 @@ _TOTALS = (
     ("distill_tokens", "distill tokens", tokens),
     ("cached_prefix_share", "cached prefix share", share),
 )
-_COST_TOTALS = (("cost_usd", "cost (USD)", usd), ("cost_usd_cached", "cost with prompt caching (USD)", usd))
+_COST_TOTALS = (("cache_read_tokens_sum", "cache reads (tokens)", tokens),
+                ("cache_write_tokens_sum", "cache writes (tokens)", tokens),
+                ("cost_usd", "cost (USD)", usd), ("cost_usd_cached", "cost with prompt caching (USD)", usd))
 
 
 # --- the preset registry ------------------------------------------------------------------
