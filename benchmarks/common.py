@@ -33,6 +33,9 @@ __all__ = [
     "conversation_tokens",
     "request_count",
     "log",
+    "usable_cores",
+    "load_average",
+    "settle",
 ]
 
 
@@ -183,6 +186,33 @@ def _cpu_model() -> str:
     return platform.processor() or platform.machine() or "unknown cpu"
 
 
+def usable_cores() -> int:
+    """The cores this process may run on (its affinity mask, else every core)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0)) or 1
+    return os.cpu_count() or 1
+
+
+def load_average() -> float:
+    """The 1-minute load average (NaN where the platform has none)."""
+    try:
+        return os.getloadavg()[0]
+    except (OSError, AttributeError):
+        return float("nan")
+
+
+def settle(limit: float, wait: float, step: float = 5.0) -> float:
+    """Wait while the 1-minute load average is above ``limit``, at most ``wait`` seconds,
+    and return it: a section that just kept both cores busy leaves a load above 2 behind
+    it for a few seconds, which is the benchmark's own and not a busy machine."""
+    deadline = time.monotonic() + wait
+    load = load_average()
+    while load > limit and time.monotonic() < deadline:
+        time.sleep(min(step, max(0.0, deadline - time.monotonic())))
+        load = load_average()
+    return load
+
+
 def machine() -> dict[str, str]:
     """Date, CPU model, cores, Python, platform and load average, for the results header."""
     try:
@@ -190,7 +220,7 @@ def machine() -> dict[str, str]:
     except OSError:
         load = "n/a"
     cores = os.cpu_count() or 1
-    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else cores
+    usable = usable_cores()
     return {
         "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "cpu": _cpu_model(),

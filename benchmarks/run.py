@@ -1,25 +1,34 @@
 """Run every harpe_lab benchmark and write the results table.
 
-    .venv/bin/python -m benchmarks.run            # the whole run (`make bench`), ~6 minutes on 2 cores
+    .venv/bin/python -m benchmarks.run            # the whole run (`make bench`), ~10 minutes on 2 cores
     .venv/bin/python -m benchmarks.run --quick    # a fast pass, ~2 minutes
     .venv/bin/python -m benchmarks.run --sections floor,langchain
 
 Sections (``--sections``, comma-separated; all by default):
 
 ==========  ==============================================================================
-floor       every built-in strategy replaying ~1M tokens / counting each message once;
-            N against 2N turns (`benchmarks.replay`)
+floor       every preset of `harpe_lab.presets.PRESETS` replaying ~1M tokens / counting
+            each message once; N against 2N turns (`benchmarks.replay`)
 langchain   LangChain ``trim_messages`` at every request / harpe_lab's SlidingWindow
             replay (`benchmarks.langchain_compare`)
 journal     ``Journal.stream`` over a large journal / bare orjson (and / ``json``), with
             the journal benchmark's generator and subprocess timer (`benchmarks.journal`)
-scale       one sweep on 1 process / on 2 processes, and / on dask (`benchmarks.scale`)
+scale       one sweep (over 20 s on one core) on 1 worker / on 2, and / on dask's
+            LocalCluster of 2 workers, / on a ProcessPoolExecutor (`benchmarks.scale`)
 dashboard   the Explorer's redraw after a slider change at 1,000 requests, in ms
             (`benchmarks/widgets.py`, run as a subprocess and its report read)
 cache       cache-aware cost against the usage real Claude Code sessions recorded (median
             cache-read error, total cost error), and every preset's cost with and without
             prompt caching, a table after the results (`benchmarks.cache_cost`)
+peers       each native strategy / the peer adapter running its project's own code, same
+            requests checked (`benchmarks.peers`)
 ==========  ==============================================================================
+
+Before each section the runner waits (at most 30 s) for the 1-minute load average to fall to
+the usable cores — what the previous section left behind fades in seconds — and records it.
+If it is still above the cores, the machine is busy with something else: the section is run
+again, up to ``--reruns`` (2) more times, and the run with the lowest load is kept; the load
+before every run goes into RESULTS.md, so figures from two runs can be compared knowingly.
 
 The table goes to stdout and, with the date and the machine, to ``benchmarks/RESULTS.md``
 (``--out``). Progress goes to stderr. A section that fails is reported in the table and
@@ -44,7 +53,18 @@ from typing import Callable
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.common import Goal, Row, format_table, log, machine, median, results_markdown  # noqa: E402
+from benchmarks.common import (  # noqa: E402
+    Goal,
+    Row,
+    format_table,
+    load_average,
+    log,
+    machine,
+    median,
+    results_markdown,
+    settle,
+    usable_cores,
+)
 
 __all__ = ["main", "SECTIONS", "Sizes", "journal_rows", "dashboard_rows", "parse_dashboard"]
 
@@ -52,6 +72,8 @@ HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "RESULTS.md"
 JOURNAL_GOAL = Goal("<=", 1.4)
 DASHBOARD_GOAL = Goal("<=", 100, "ms")
+RERUNS = 2  # a section measured while the load was above the cores is run again at most this often
+SETTLE_SECONDS = 30.0  # before a section, wait at most this long for the load to fall to the cores
 
 
 @dataclass(frozen=True)
@@ -70,14 +92,17 @@ class Sizes:
     dashboard_moves: int
     burn: int
     slow: tuple[float, int] | None = (10.0, 3)
+    peers_turns: int = 200
 
 
 FULL = Sizes(reps=5, floor_tokens=1_000_000, lc_requests=600, lc_turns=2_000, lc_long_turns=300, journal_mb=300,
-             scale_conversations=3, scale_turns=300, dashboard_requests=1_000, dashboard_moves=40, burn=4_000_000)
+             scale_conversations=10, scale_turns=300, dashboard_requests=1_000, dashboard_moves=40, burn=4_000_000)
 QUICK = Sizes(reps=3, floor_tokens=200_000, lc_requests=150, lc_turns=400, lc_long_turns=60, journal_mb=40,
-              scale_conversations=2, scale_turns=150, dashboard_requests=1_000, dashboard_moves=10, burn=1_000_000)
+              scale_conversations=4, scale_turns=150, dashboard_requests=1_000, dashboard_moves=10, burn=1_000_000,
+              peers_turns=80)
 TINY = Sizes(reps=1, floor_tokens=4_000, lc_requests=12, lc_turns=12, lc_long_turns=4, journal_mb=1,
-             scale_conversations=2, scale_turns=6, dashboard_requests=20, dashboard_moves=2, burn=10_000, slow=None)
+             scale_conversations=2, scale_turns=6, dashboard_requests=20, dashboard_moves=2, burn=10_000, slow=None,
+             peers_turns=6)
 
 
 # --- sections written by other benchmarks -------------------------------------------------
@@ -170,7 +195,9 @@ def _langchain(s: Sizes) -> list[Row]:
 def _scale(s: Sizes, dask: bool) -> list[Row]:
     from benchmarks import scale
 
-    return scale.run(reps=s.reps, count=s.scale_conversations, turns=s.scale_turns, dask=dask, burn_n=s.burn)
+    # over 20 s a sweep on one worker: three repetitions are enough, five would take ten minutes
+    return scale.run(reps=min(s.reps, 3), count=s.scale_conversations, turns=s.scale_turns, dask=dask,
+                     burn_n=s.burn)  # fmt: skip
 
 
 def _cache(tiny: bool, extras: list[str]) -> list[Row]:
@@ -181,6 +208,30 @@ def _cache(tiny: bool, extras: list[str]) -> list[Row]:
     return rows
 
 
+def load_markdown(loads: list[tuple[str, list[float], int]], cores: int, reruns: int) -> str:
+    """The RESULTS.md list of the 1-minute load average before each run of each section (a
+    list, not a table: the results table's rows are found by their section's name)."""
+    lines = [
+        "## Machine load per section",
+        "",
+        f"The 1-minute load average before each run. A section is run again (up to {reruns} more "
+        f"{'time' if reruns == 1 else 'times'}, `--reruns`) when it was above the {cores} usable cores, and the "
+        "quietest run is kept.",
+        "",
+    ]
+    for section, before, kept in loads:
+        shown = ", ".join("n/a" if b != b else f"{b:.2f}" for b in before)
+        busy = "; busy" if before[kept] > cores else ""
+        lines.append(f"- **{section}**: {shown} (run {kept + 1} of {len(before)} kept{busy})")
+    return "\n".join(lines) + "\n"
+
+
+def _peers(s: Sizes) -> list[Row]:
+    from benchmarks import peers
+
+    return peers.run(reps=s.reps, turns=s.peers_turns, slow=s.slow)
+
+
 SECTIONS: dict[str, str] = {
     "floor": "1 floor",
     "langchain": "2 LangChain",
@@ -188,6 +239,7 @@ SECTIONS: dict[str, str] = {
     "scale": "4 scale-out",
     "dashboard": "5 dashboard",
     "cache": "6 cache cost",
+    "peers": "7 peers",
 }
 
 
@@ -200,6 +252,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reps", type=int, default=None, help="repetitions per measurement (default 5; --quick 3)")
     parser.add_argument("--no-dask", action="store_true", help="skip the dask LocalCluster run")
     parser.add_argument("--out", type=Path, default=RESULTS, help=f"where to write the table (default {RESULTS})")
+    parser.add_argument("--reruns", type=int, default=RERUNS,
+                        help=f"times a section is run again when the load before it was above the usable cores "
+                             f"(default {RERUNS}; 0 with --tiny)")  # fmt: skip
     args = parser.parse_args(argv)
     wanted = [s.strip() for s in args.sections.split(",") if s.strip()]
     unknown = [s for s in wanted if s not in SECTIONS]
@@ -210,6 +265,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.reps < 1:
             parser.error(f"--reps must be >= 1, got {args.reps}")
         sizes = replace(sizes, reps=args.reps)
+    if args.reruns < 0:
+        parser.error(f"--reruns must be >= 0, got {args.reruns}")
 
     info = machine()
     info["mode"] = "tiny (smoke test; figures meaningless)" if args.tiny else "quick" if args.quick else "full"
@@ -222,23 +279,48 @@ def main(argv: list[str] | None = None) -> int:
         "scale": lambda: _scale(sizes, dask=not args.no_dask),
         "dashboard": lambda: dashboard_rows(sizes.dashboard_requests, sizes.dashboard_moves),
         "cache": lambda: _cache(args.tiny, extras),
+        "peers": lambda: _peers(sizes),
     }
     extras: list[str] = []  # Markdown sections after the table
     rows: list[Row] = []
     notes: list[str] = []
     failed = False
     started = time.perf_counter()
+    cores = usable_cores()
+    reruns = 0 if args.tiny else args.reruns
+    loads: list[tuple[str, list[float], int]] = []  # section, load before each run, the run kept
     for name in wanted:
-        t0 = time.perf_counter()
-        log(f"== {SECTIONS[name]}")
-        try:
-            rows += runners[name]()
-        except Exception as error:  # reported in the table and on stderr, and the run fails
-            failed = True
-            traceback.print_exc()
-            rows.append(Row(SECTIONS[name], "section failed", float("nan"), goal=Goal(">=", 0),
-                            detail=f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"))
-        log(f"   {SECTIONS[name]} took {time.perf_counter() - t0:.0f} s")
+        runs: list[tuple[float, list[Row], list[str]]] = []  # load before, rows, Markdown extras
+        for attempt in range(1 + reruns):
+            # the previous section's own load fades in seconds; the neighbours' does not
+            load = load_average() if args.tiny else settle(cores, SETTLE_SECONDS)
+            t0 = time.perf_counter()
+            log(f"== {SECTIONS[name]}" + (f" (run {attempt + 1})" if attempt else "") + f", load {load:.2f}")
+            mark = len(extras)
+            try:
+                got = runners[name]()
+                ok = True
+            except Exception as error:  # reported in the table and on stderr, and the run fails
+                failed, ok = True, False
+                traceback.print_exc()
+                got = [Row(SECTIONS[name], "section failed", float("nan"), goal=Goal(">=", 0),
+                           detail=f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}")]
+            runs.append((load, got, extras[mark:]))
+            del extras[mark:]
+            log(f"   {SECTIONS[name]} took {time.perf_counter() - t0:.0f} s")
+            if not ok or not load > cores:
+                break
+            if attempt < reruns:
+                log(f"   the machine was busy (load {load:.2f} > {cores} usable cores): running it again")
+        kept = min(range(len(runs)), key=lambda k: runs[k][0])  # the quietest
+        rows += runs[kept][1]
+        extras += runs[kept][2]
+        loads.append((SECTIONS[name], [r[0] for r in runs], kept))
+    extras.insert(0, load_markdown(loads, cores, reruns))
+    busy = [section for section, before, kept in loads if before[kept] > cores]
+    if busy:
+        notes.append(f"Measured on a busy machine (load above the {cores} usable cores before every run): "
+                     f"{', '.join(busy)}; compare these figures with care.")  # fmt: skip
     total = time.perf_counter() - started
     info["duration"] = f"{total / 60:.1f} min"
     slow = sorted({r.what.split(":")[0].split(" / ")[0] for r in rows if r.reps and r.reps < sizes.reps})

@@ -10,15 +10,45 @@
 
 Each factory receives the grid parameters its signature names (all of them if it takes
 ``**kwargs``) and returns a fresh context. One row per (conversation, strategy,
-parameters) with the replay's totals (`harpe_lab.replay.Replay.totals`).
+parameters) with the replay's totals (`harpe_lab.replay.Replay.totals`), in the same order
+and with the same values whatever runs them.
 
-By default a pool of ``workers`` processes (one per core) runs the replays; it is started
-with ``fork`` so factories may be lambdas defined in a notebook, and the counter is warmed
-on every message first, so the workers inherit its caches and no message is tokenized
-twice. Any ``concurrent.futures.Executor`` works too — a ``dask.distributed`` client's
-``get_executor()`` unchanged (its pickler handles lambdas; a plain process pool needs
-picklable, module-level factories). There each worker process keeps one warm copy of the
-counter across its tasks.
+**How the work is split.** The replays are grouped by conversation into *chunks*, and a
+chunk is what a worker is given: a conversation's replays then share one process, where
+its messages are counted once and an offline distiller's per-text memo is reused, and the
+conversation travels once per chunk rather than once per replay. When there are fewer than
+four conversations per worker, the largest chunks are halved until there are enough to
+keep every worker busy. Chunks are handed out largest first (messages × replays), so the
+ones still running at the end are small ones.
+
+**The default pool.** ``workers`` processes (one per usable core) started with ``fork``:
+the workers inherit the conversations, factories and counter, so nothing is pickled on the
+way in (factories may be lambdas defined in a notebook) and only the rows come back.
+``workers=1`` replays in this process.
+
+**Any executor.** A ``concurrent.futures.Executor`` works too: a ``ProcessPoolExecutor``
+(which pickles, so factories must be module-level functions or ``functools.partial``), or a
+``dask.distributed`` client. Each worker process keeps one warm copy of the counter across
+the chunks it runs.
+
+**On a dask cluster**, when one machine is not enough, pass the client itself (or its
+``get_executor()``)::
+
+    from distributed import Client
+
+    # `dask scheduler` prints the address; on each machine: dask worker ADDRESS --nworkers -1 --nthreads 1
+    client = Client("tcp://scheduler-host:8786")
+    frame = sweep(conversations, strategies, grid, counter=TiktokenCounter(), executor=client)
+
+The workers need the same harpe_lab installed, and for a `TiktokenCounter` the BPE file
+(litellm's wheel ships it, or point ``TIKTOKEN_CACHE_DIR`` at it: nothing is downloaded);
+each worker loads it once. Factories travel with cloudpickle, so notebook lambdas work,
+but whatever they import must be importable on the workers. ``LocalCluster(n_workers=2,
+threads_per_worker=1)`` runs the same code on this machine. A replay is pure-Python work
+that holds the GIL: give dask workers one thread each and more processes.
+
+``frame.attrs["cpu_seconds"]`` holds the CPU seconds each process spent replaying (by
+``host:pid``): how evenly the work was spread.
 """
 
 from __future__ import annotations
@@ -28,6 +58,8 @@ import itertools
 import multiprocessing
 import os
 import pickle
+import socket
+import time
 from concurrent.futures import Executor, ProcessPoolExecutor
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
@@ -37,8 +69,11 @@ from .replay import replay
 
 __all__ = ["sweep", "grid_points"]
 
-_JOBS: tuple | None = None  # what forked workers read instead of unpickling factories
+_CHUNKS_PER_WORKER = 4  # fewer chunks than this and the last one to finish leaves workers idle
+_JOBS: tuple | None = None  # what forked workers read instead of unpickling anything
 _WARM: dict[Any, Any] = {}  # in an executor's worker: the first copy of each counter it was sent
+
+Task = tuple[str, Callable[..., Any], dict[str, Any]]  # strategy name, factory, grid point
 
 
 def grid_points(grid: Mapping[str, Sequence[Any]] | Sequence[Mapping[str, Any]] | None) -> list[dict[str, Any]]:
@@ -68,23 +103,61 @@ def _accepted(factory: Callable[..., Any], params: Mapping[str, Any]) -> dict[st
     return {k: v for k, v in params.items() if k in sig.parameters}
 
 
-def _run(conversation: Conversation, name: str, factory: Callable[..., Any], params: dict[str, Any],
-         counter: Any, tools: tuple, pricing: Any) -> dict[str, Any]:
-    # counters pickle without their caches: reuse this process's warm copy of an equal one
-    try:
-        counter = _WARM.setdefault(counter, counter)
-    except TypeError:  # an unhashable counter of the user's: use it as sent
-        pass
-    kwargs = _accepted(factory, params)
-    result = replay(conversation, lambda: factory(**kwargs), counter=counter, tools=tools, pricing=pricing, name=name)
-    return {"conversation": conversation.id, "strategy": name, **params, **result.totals()}
+def _chunks(sizes: Sequence[int], tasks: Sequence[tuple[int, str, dict[str, Any]]], workers: int) -> list[list[int]]:
+    """Task indices grouped by conversation, the largest groups halved until there are
+    `_CHUNKS_PER_WORKER` per worker (or single tasks), ordered largest first."""
+    groups: dict[int, list[int]] = {}
+    for k, (ci, _, _) in enumerate(tasks):
+        groups.setdefault(ci, []).append(k)
+    chunks = list(groups.values())
+    while len(chunks) < _CHUNKS_PER_WORKER * workers:
+        biggest = max(chunks, key=len)
+        if len(biggest) == 1:
+            break
+        chunks.remove(biggest)
+        half = len(biggest) // 2
+        chunks += [biggest[:half], biggest[half:]]
+    # stable: equal chunks keep the conversations' order
+    return sorted(chunks, key=lambda chunk: -len(chunk) * sizes[tasks[chunk[0]][0]])
 
 
-def _run_forked(k: int) -> dict[str, Any]:
+def _replay_chunk(conversation: Conversation, chunk: Sequence[Task], counter: Any, tools: tuple,
+                  pricing: Any) -> tuple[list[dict[str, Any]], str, float]:  # fmt: skip
+    """The rows of one chunk, this process's name and the CPU seconds this thread spent
+    (thread time: a dask worker runs its own threads beside the task)."""
+    started = time.thread_time()
+    rows = []
+    for name, factory, params in chunk:
+        kwargs = _accepted(factory, params)
+        result = replay(conversation, lambda: factory(**kwargs), counter=counter, tools=tools, pricing=pricing,
+                        name=name)  # fmt: skip
+        rows.append({"conversation": conversation.id, "strategy": name, **params, **result.totals()})
+    return rows, f"{socket.gethostname()}:{os.getpid()}", time.thread_time() - started
+
+
+def _run_sent(conversation: Conversation, chunk: Sequence[Task], counter: Any, tools: tuple, pricing: Any,
+              origin: int) -> tuple[list[dict[str, Any]], str, float]:  # fmt: skip
+    if os.getpid() != origin:
+        # counters pickle without their caches: reuse this worker's warm copy of an equal one
+        try:
+            counter = _WARM.setdefault(counter, counter)
+        except TypeError:  # an unhashable counter of the user's: use it as sent
+            pass
+    return _replay_chunk(conversation, chunk, counter, tools, pricing)
+
+
+def _run_forked(c: int) -> tuple[list[dict[str, Any]], str, float]:
     assert _JOBS is not None
-    conversations, strategies, tasks, counter, tools, pricing = _JOBS
-    ci, name, params = tasks[k]
-    return _run(conversations[ci], name, strategies[name], params, counter, tools, pricing)
+    conversations, strategies, tasks, chunks, counter, tools, pricing = _JOBS
+    chunk = [tasks[k] for k in chunks[c]]
+    return _replay_chunk(conversations[chunk[0][0]], [(name, strategies[name], p) for _, name, p in chunk], counter,
+                         tools, pricing)  # fmt: skip
+
+
+def _usable_cores() -> int:
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0)) or 1
+    return os.cpu_count() or 1
 
 
 def sweep(
@@ -93,7 +166,7 @@ def sweep(
     grid: Mapping[str, Sequence[Any]] | Sequence[Mapping[str, Any]] | None = None,
     *,
     counter: Any,
-    executor: Executor | None = None,
+    executor: Any = None,
     workers: int | None = None,
     tools: Sequence[Mapping[str, Any]] = (),
     pricing: Any = None,
@@ -102,8 +175,10 @@ def sweep(
     """Replay every conversation under every strategy at every grid point; return one row
     per replay: ``conversation, strategy``, the grid parameters, then the totals.
 
-    ``workers`` sizes the default process pool (default: the number of cores; 1 runs the
-    replays in this process); it cannot be combined with ``executor``."""
+    ``workers`` sizes the default process pool (default: the usable cores; 1 replays in
+    this process); it cannot be combined with ``executor``, which is a
+    ``concurrent.futures.Executor`` or a ``distributed.Client`` (see the module
+    documentation for running on a dask cluster)."""
     import pandas as pd
     from tqdm.auto import tqdm
 
@@ -120,48 +195,67 @@ def sweep(
         raise StrategyError(f"workers must be an int >= 1, got {workers!r}")
     if workers is not None and executor is not None:
         raise StrategyError("pass workers= or executor=, not both: an executor sizes its own pool")
+    if executor is not None and not isinstance(executor, Executor):
+        if not callable(getattr(executor, "get_executor", None)):
+            raise StrategyError(f"executor must be a concurrent.futures.Executor or a distributed.Client, "
+                                f"but {executor!r} was passed")  # fmt: skip
+        # impure: dask would otherwise hash every argument (a whole conversation) to name the task
+        executor = executor.get_executor(pure=False)
     points = grid_points(grid)
     tasks = [(ci, name, p) for ci in range(len(convs)) for name in strategies for p in points]
+    sizes = [sum(1 for _ in c.messages()) for c in convs]
     tools = tuple(tools)
+    n = 1 if executor is None and workers == 1 else workers or _usable_cores()
+    chunks = _chunks(sizes, tasks, n)
     bar = tqdm(total=len(tasks), desc="sweep", unit="replay", disable=not progress)
     rows: list[dict[str, Any] | None] = [None] * len(tasks)
+    cpu: dict[str, float] = {}
+
+    def collect(c: int, done: tuple[list[dict[str, Any]], str, float]) -> None:
+        chunk_rows, process, seconds = done
+        for k, row in zip(chunks[c], chunk_rows):
+            rows[k] = row
+        cpu[process] = cpu.get(process, 0.0) + seconds
+        bar.update(len(chunk_rows))
+
     try:
-        n = min(workers or os.cpu_count() or 1, len(tasks))
+        n = min(n, len(chunks))
         if executor is None and n > 1 and "fork" in multiprocessing.get_all_start_methods():
-            for c in convs:  # tokenize once here; the forked workers inherit the caches
-                for m in c.messages():
-                    counter.count_message(m)
-            _JOBS = (convs, dict(strategies), tasks, counter, tools, pricing)
+            _JOBS = (convs, dict(strategies), tasks, chunks, counter, tools, pricing)
             with ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("fork")) as pool:
-                futures = {pool.submit(_run_forked, k): k for k in range(len(tasks))}
+                futures = {pool.submit(_run_forked, c): c for c in range(len(chunks))}
                 for future in _as_completed(futures):
-                    rows[futures[future]] = future.result()
-                    bar.update()
+                    collect(futures[future], future.result())
         elif executor is None:
-            for k, (ci, name, p) in enumerate(tasks):
-                rows[k] = _run(convs[ci], name, strategies[name], p, counter, tools, pricing)
-                bar.update()
+            for c, chunk in enumerate(chunks):
+                sent = [(tasks[k][1], strategies[tasks[k][1]], tasks[k][2]) for k in chunk]
+                collect(c, _replay_chunk(convs[tasks[chunk[0]][0]], sent, counter, tools, pricing))
         else:
-            futures = {
-                executor.submit(_run, convs[ci], name, strategies[name], p, counter, tools, pricing): k
-                for k, (ci, name, p) in enumerate(tasks)
-            }
+            origin = os.getpid()
+            futures = {}
+            for c, chunk in enumerate(chunks):
+                sent = [(tasks[k][1], strategies[tasks[k][1]], tasks[k][2]) for k in chunk]
+                futures[executor.submit(_run_sent, convs[tasks[chunk[0]][0]], sent, counter, tools, pricing,
+                                        origin)] = c  # fmt: skip
             for future in _as_completed(futures):
-                k = futures[future]
+                c = futures[future]
                 try:
-                    rows[k] = future.result()
+                    done = future.result()
                 except (pickle.PicklingError, AttributeError) as exc:
                     if "pickle" not in str(exc).lower():
                         raise
+                    names = sorted({tasks[k][1] for k in chunks[c]})
                     raise StrategyError(
-                        f"strategy {tasks[k][1]!r} could not be sent to the executor ({exc}); with a plain "
-                        "process pool use module-level functions or functools.partial, or pass executor=None"
+                        f"strategy {' or '.join(map(repr, names))} could not be sent to the executor ({exc}); with "
+                        "a plain process pool use module-level functions or functools.partial, or pass executor=None"
                     ) from exc
-                bar.update()
+                collect(c, done)
     finally:
         _JOBS = None
         bar.close()
-    return pd.DataFrame(rows)
+    frame = pd.DataFrame(rows)
+    frame.attrs["cpu_seconds"] = cpu
+    return frame
 
 
 def _as_completed(futures: Mapping[Any, int]) -> Iterable[Any]:

@@ -9,11 +9,15 @@ the results file is written with the machine and a verdict beside every goal.
 from __future__ import annotations
 
 import importlib.util
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from benchmarks.peers import PAIRS
+from harpe_lab.presets import PRESETS
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -44,7 +48,7 @@ needs_langchain = pytest.mark.skipif(not HAS_LANGCHAIN, reason="needs the bench 
 def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess, str]:
     """One ``--tiny`` run of every section the installed extras allow (a single
     subprocess, shared by the tests)."""
-    sections = ["floor", "journal", "scale", "dashboard"] + (["langchain"] if HAS_LANGCHAIN else [])
+    sections = ["floor", "journal", "scale", "dashboard", "peers"] + (["langchain"] if HAS_LANGCHAIN else [])
     return _run(tmp_path_factory.mktemp("bench"), "--sections", ",".join(sections),
                 *([] if HAS_DASK else ["--no-dask"]))  # fmt: skip
 
@@ -57,7 +61,9 @@ class TestTinyRun:
 
     @pytest.mark.parametrize(
         "section, rows",
-        [("1 floor", 9), ("1 scaling", 7), ("3 journal", 2), ("4 scale-out", 4 if HAS_DASK else 3),
+        [("1 floor", len(PRESETS) + sum("distill" in p.needs for p in PRESETS.values())),
+         ("1 scaling", len(PRESETS)), ("3 journal", 2), ("4 scale-out", 5 if HAS_DASK else 4),
+         ("7 peers", sum(p.available() for p in PAIRS) + (not all(p.available() for p in PAIRS))),
          pytest.param("2 LangChain", 4, marks=needs_langchain)],
     )  # fmt: skip
     def test_each_section_reports_its_rows(self, run, section, rows):
@@ -88,6 +94,22 @@ class TestTinyRun:
         assert rows
         for row in rows:
             assert "same messages kept at every request" in row[5]
+
+    def test_each_timed_peer_sent_the_same_requests_as_its_native_twin(self, run):
+        _, results = run
+        timed = [row for row in _rows(results, "7 peers") if "skipped" not in row[1]]
+        assert len(timed) == sum(p.available() for p in PAIRS)
+        for row in timed:
+            assert "same request at every call" in row[5], row
+
+    def test_the_load_before_each_section_is_recorded(self, run):
+        _, results = run
+        loads = results.split("## Machine load", 1)[1]
+        listed = re.findall(r"^- \*\*(.+?)\*\*: ([0-9.]+) \(run (\d) of (\d) kept", loads, re.MULTILINE)
+        sections = ["1 floor", "3 journal", "4 scale-out", "5 dashboard", "7 peers"]
+        assert [section for section, *_ in listed] == sections + (["2 LangChain"] if HAS_LANGCHAIN else [])
+        for _, load, kept, runs in listed:
+            assert float(load) >= 0 and (kept, runs) == ("1", "1")  # --tiny never runs a section again
 
     def test_the_results_name_the_machine(self, run):
         _, results = run

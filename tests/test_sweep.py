@@ -77,7 +77,10 @@ class TestSweep:
                                       dashboard_address=None) as cluster, distributed.Client(cluster) as client:
             on_dask = sweep(convs, {**STRATEGIES, "lambda": lambda max_chars: windowed(max_chars)}, GRID,
                             counter=COUNTER, executor=client.get_executor(), progress=False)
+            # the client itself, as with Client("tcp://scheduler:8786"): the same rows
+            by_client = sweep(convs, STRATEGIES, GRID, counter=COUNTER, executor=client, progress=False)
         assert on_dask[on_dask.strategy != "lambda"].reset_index(drop=True).equals(pooled)
+        assert by_client.equals(pooled)
 
     def test_a_plain_process_pool_works_with_module_level_factories(self):
         from concurrent.futures import ProcessPoolExecutor
@@ -109,11 +112,50 @@ class TestSweep:
         with pytest.raises(StrategyError, match="workers must be an int >= 1, got 0"):
             sweep(convs, STRATEGIES, GRID, counter=COUNTER, workers=0)
 
+    def test_the_work_each_process_did_is_reported(self):
+        import os
+        import socket
+
+        here = f"{socket.gethostname()}:{os.getpid()}"
+        convs = [make_conversation(10 + k, f"c{k}") for k in range(8)]
+        one = sweep(convs, STRATEGIES, GRID, counter=COUNTER, workers=1, progress=False)
+        assert list(one.attrs["cpu_seconds"]) == [here] and one.attrs["cpu_seconds"][here] > 0
+        two = sweep(convs, STRATEGIES, GRID, counter=COUNTER, workers=2, progress=False)
+        assert two.equals(one)
+        assert 1 <= len(two.attrs["cpu_seconds"]) <= 2 and here not in two.attrs["cpu_seconds"]
+
+
+class TestChunks:
+    """How a sweep's replays are handed to the workers (`harpe_lab.sweep._chunks`)."""
+
+    @staticmethod
+    def plan(sizes, strategies, points, workers):
+        from harpe_lab.sweep import _chunks
+
+        tasks = [(ci, s, {"p": p}) for ci in range(len(sizes)) for s in strategies for p in range(points)]
+        return tasks, _chunks(sizes, tasks, workers)
+
+    def test_a_conversations_replays_stay_together_when_there_are_enough(self):
+        tasks, chunks = self.plan([10] * 8, "abc", 2, workers=2)
+        assert sorted(k for c in chunks for k in c) == list(range(len(tasks)))
+        assert len(chunks) == 8 and all(len({tasks[k][0] for k in c}) == 1 for c in chunks)
+
+    def test_few_conversations_are_split_so_every_worker_has_work_until_the_end(self):
+        tasks, chunks = self.plan([100], "abc", 4, workers=2)
+        assert sorted(k for c in chunks for k in c) == list(range(12))
+        assert len(chunks) >= 8
+
+    def test_the_largest_go_first(self):
+        tasks, chunks = self.plan([5, 50, 20, 30, 1, 8, 9, 10], "ab", 1, workers=2)
+        assert [tasks[c[0]][0] for c in chunks][:4] == [1, 3, 2, 7]
+
     def test_errors(self):
         with pytest.raises(StrategyError, match="at least one strategy"):
             sweep(make_conversation(2), {}, None, counter=COUNTER)
         with pytest.raises(StrategyError, match="must be a callable"):
             sweep(make_conversation(2), {"x": 3}, None, counter=COUNTER)
+        with pytest.raises(StrategyError, match="executor must be a concurrent.futures.Executor or a distributed.Client"):
+            sweep(make_conversation(2), STRATEGIES, GRID, counter=COUNTER, executor="tcp://host:8786")
 
 
 class TestCalibrate:
