@@ -13,7 +13,11 @@ request times against the TTL the session reports). The model is the session's (
 * the median, over the requests that recorded a cache read, of
   ``|predicted − recorded| / recorded`` cache-read tokens (goal ≤ 3%);
 * the total cost with caching, predicted against the recorded usage priced the same way
-  (goal within 5%). Claude Code sometimes changes what it had sent (a background task's
+  (goal within 5%).
+
+The same comparison with a counter calibrated on the *other* sessions (leave one session
+out; no goal) shows how much a counter that has not seen the session adds: its size error
+passes straight into the cache reads. Claude Code sometimes changes what it had sent (a background task's
   notification arriving after an interrupted tool call): the recorded read then falls far
   below what the previous request cached, within the TTL — a change the transcript does not
   show. Such requests are counted, and the error is also given without them.
@@ -63,18 +67,19 @@ def _calibrated(conversation: Any, base: Any) -> Any:
         return calibrate(conversation, base)
 
 
-def cache_validation(conversation: Any, base_counter: Any) -> dict[str, Any]:
+def cache_validation(conversation: Any, base_counter: Any, *, counter: Any = None) -> dict[str, Any]:
     """Predicted against recorded cache reads and cost for one Claude Code session (see the
     module doc): ``requests`` (up to the first compaction), ``compared`` (with a recorded
     read), ``read_error`` (median relative), ``cost_error`` (signed), ``self_broken``,
     ``cost_error_unbroken``, ``predicted_usd``, ``recorded_usd``, ``size_error`` (the
-    calibrated counter's median error on the request totals), ``model``, ``ttl``."""
+    counter's median relative error on the request totals), ``model``, ``ttl``. ``counter``
+    replaces the one calibrated on the session itself (``base_counter`` fitted)."""
     from harpe_lab.calibrate import _before_first_compaction
     from harpe_lab.presets import PRESETS
     from harpe_lab.replay import replay
 
-    cal = _calibrated(conversation, base_counter)
-    counter = cal.counter
+    if counter is None:
+        counter = _calibrated(conversation, base_counter).counter
     price = _pricing(conversation)
     f = replay(conversation, PRESETS["full"].build(system=conversation.system, counter=counter), counter=counter,
                pricing=price).requests
@@ -103,7 +108,8 @@ def cache_validation(conversation: Any, base_counter: Any) -> dict[str, Any]:
         "cost_error": float(predicted.sum() / recorded.sum() - 1), "self_broken": int(self_broken.sum()),
         "cost_error_unbroken": float(predicted[ok].sum() / recorded[ok].sum() - 1),
         "predicted_usd": float(predicted.sum()), "recorded_usd": float(recorded.sum()),
-        "size_error": cal.error_after, "model": price.model, "ttl": price.cache.ttl,
+        "size_error": float(np.median(np.abs(f["input_tokens"].to_numpy() - total) / total)),
+        "model": price.model, "ttl": price.cache.ttl,
     }  # fmt: skip
 
 
@@ -193,6 +199,16 @@ def run(*, tiny: bool = False) -> tuple[list[Row], str]:
                         100 * abs(v["cost_error"]), unit="%", goal=COST_GOAL,
                         detail=(f"predicted ${v['predicted_usd']:.2f} / recorded usage priced the same way "
                                 f"${v['recorded_usd']:.2f} ({v['cost_error']:+.1%}){broken}")))
+    if len(paths) > 1 and not tiny:
+        # how much of the error a counter not fitted on the session adds (no goal)
+        convs = {p: load_claude_code(p) for p in paths}
+        for path, conv in convs.items():
+            others = [c for q, c in convs.items() if q != path]
+            v = cache_validation(conv, base, counter=_calibrated(others, base).counter)
+            rows.append(Row(SECTION, f"median cache-read error, session {path.stem[:8]}, counter fitted on the "
+                                     f"other sessions", 100 * v["read_error"], unit="%",
+                            detail=(f"leave-one-session-out calibration: {v['size_error']:.1%} median size error; "
+                                    f"total cost error {v['cost_error']:+.1%}")))
     if paths:
         conv = load_claude_code(paths[0])
         counter = _calibrated(conv, base).counter
