@@ -45,6 +45,8 @@ REAL = Path(__file__).resolve().parents[2] / "shared" / "data" / "real" / "claud
 READ_GOAL = Goal("<=", 3, "%")
 COST_GOAL = Goal("<=", 5, "%")
 SECTION = "6 cache cost"
+LOOKBACK = ("Anthropic's 20-block lookback is not modelled: after a change only the system prompt and tools are "
+            "read, so strategies that change what they sent (masking, clearing) are priced at their worst.")
 
 
 def long_sessions(folder: Path = REAL) -> list[Path]:
@@ -216,7 +218,7 @@ def run(*, tiny: bool = False) -> tuple[list[Row], str]:
         source = (f"Real Claude Code session `{paths[0].stem}` (whole session, {len(conv.turns)} turns), counter "
                   f"calibrated on its recorded input totals, priced as `{pricing.model}` with its recorded "
                   f"{pricing.cache.ttl:.0f} s cache TTL; budget knobs at half of `full`'s largest request. "
-                  "The last column below 1: the strategy's cached cost beats `full`'s.")
+                  "The last column below 1: the strategy's cached cost beats `full`'s. " + LOOKBACK)
     else:
         from harpe_lab import datasets
 
@@ -224,7 +226,7 @@ def run(*, tiny: bool = False) -> tuple[list[Row], str]:
         counter, pricing = base, "anthropic/claude-sonnet-4-5"
         source = ("Bundled `coding_agent` dataset (the real sessions are absent), cl100k_base counter, priced as "
                   "`anthropic/claude-sonnet-4-5` (5-minute cache, no timestamps: nothing expires); budget knobs at "
-                  "half of `full`'s largest request.")
+                  "half of `full`'s largest request. " + LOOKBACK)
     if tiny:
         from harpe_lab import datasets
 
