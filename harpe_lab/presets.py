@@ -282,6 +282,37 @@ def _hybrid(*, system: str, distill: Distill | None, summarize_turns: int, keep_
     return lambda: hybrid.context(system, distill=make())
 
 
+def _langchain_trigger(counter: Any, system: str, tools: tuple, high_water: int) -> int:
+    """LangChain's trigger for a whole-request ``high_water``: its count leaves out the system
+    prompt and the tool schemas (the agent state holds neither)."""
+    trigger = high_water - (_fixed_tokens(counter, system, tools) - _fixed_tokens(counter, "", ()))
+    if trigger < 1:
+        raise StrategyError(
+            f"high_water {high_water:,} tokens leaves no room for messages: the system prompt and tools alone take "
+            f"{high_water - trigger:,}; raise it"
+        )
+    return trigger
+
+
+def _langchain_summarization(*, counter: Any, system: str, tools: tuple, distill: Distill | None, high_water: int,
+                             keep: int, **_: Any) -> Factory:
+    from .strategies.langchain import Summarization
+
+    config = Summarization(trigger=("tokens", _langchain_trigger(counter, system, tools, high_water)),
+                           keep=("messages", keep))
+    make = _distiller(distill, 4_000)
+    return lambda: config.context(system, counter=counter, distill=make(), tools=tools)
+
+
+def _langchain_clearing(*, counter: Any, system: str, tools: tuple, high_water: int, keep: int, clear_at_least: int,
+                        **_: Any) -> Factory:
+    from .strategies.langchain import ClearToolUsesEdit
+
+    edit = ClearToolUsesEdit(trigger=_langchain_trigger(counter, system, tools, high_water), keep=keep,
+                             clear_at_least=clear_at_least)
+    return lambda: edit.context(system, counter=counter, tools=tools)
+
+
 def _events_knobs() -> tuple[Knob, Knob]:
     return (Knob(name="max_size", unit="events", default=100, minimum=2,
                  help="condense when the view holds more events than this (a user message, each tool call, "
@@ -428,6 +459,33 @@ _ALL = (
                        help="the newest tool observations kept verbatim (10)")),
            needs=frozenset({"distill"}), _make=_hybrid,
            note="counts turns, not tokens: no limit is declared"),
+    Preset(name="langchain-summarization", family="langchain",
+           description="LangChain's SummarizationMiddleware: at the trigger, all but the last keep messages folded "
+                       "into a summary user message at the head of the agent state",
+           knobs=(Knob(name="high_water", unit="tokens", default=DEFAULT_BUDGET, scales=True,
+                       help="the whole request's tokens at which a model call is preceded by a fold; LangChain's "
+                            "(\"tokens\", n) trigger is this less the system prompt and tools, which its count "
+                            "of the agent state leaves out"),
+                  Knob(name="keep", unit="messages", default=20, minimum=1,
+                       help="(\"messages\", n): the last n messages kept, each tool result one message; a cut on a "
+                            "result moves back to its call")),
+           needs=frozenset({"counter", "distill"}), limit_kind="high_water", _make=_langchain_summarization,
+           note="the summarizer sees at most 4,000 tokens of the folded messages, from a user message on: in a long "
+                "agent turn it often sees none and the summary reads \"Previous conversation was too long to "
+                "summarize.\""),
+    Preset(name="langchain-clearing", family="langchain",
+           description="LangChain's ContextEditingMiddleware(ClearToolUsesEdit): above the trigger, the oldest tool "
+                       "results replaced by \"[cleared]\", all but the newest keep",
+           knobs=(Knob(name="high_water", unit="tokens", default=100_000, scales=True,
+                       help="the whole request's tokens above which results are cleared; LangChain's trigger is "
+                            "this less the system prompt and tools, which its count leaves out"),
+                  Knob(name="keep", unit="tool results", default=3, minimum=0,
+                       help="the newest tool results kept verbatim"),
+                  Knob(name="clear_at_least", unit="tokens", default=0, minimum=0, scales=True,
+                       help="stop clearing once this many tokens are freed (0: clear all but keep)")),
+           needs=frozenset({"counter"}), limit_kind="high_water", _make=_langchain_clearing,
+           note="recomputed at every request from the full history; unlike Anthropic's, an edit freeing less than "
+                "clear_at_least is still sent"),
 )
 
 PRESETS: Mapping[str, Preset] = {p.name: p for p in _ALL}
