@@ -82,7 +82,23 @@ PAIRS: list[Pair] = [
     Pair("Agents SDK ToolOutputTrimmer()", "agents",
          lambda c: native("trimming").ToolOutputTrimmer().context(SYSTEM),
          lambda c: peer("openai_agents").SDKTrimmer(native("trimming").ToolOutputTrimmer()).context(SYSTEM)),
+    Pair("LangChain SummarizationMiddleware(trigger=('tokens', 8000), keep=('messages', 20))", "langchain",
+         lambda c: _lc_summarization().context(SYSTEM, counter=c, distill=_brief),
+         lambda c: peer("langchain").summarization(SYSTEM, _lc_summarization(), counter=c, distill=_brief)),
+    Pair("LangChain ContextEditingMiddleware(ClearToolUsesEdit(trigger=8000, keep=3))", "langchain",
+         lambda c: native("langchain").ClearToolUsesEdit(trigger=8000, keep=3).context(SYSTEM, counter=c),
+         lambda c: peer("langchain").context_editing(SYSTEM, native("langchain").ClearToolUsesEdit(trigger=8000, keep=3),
+                                                     counter=c)),
 ]  # fmt: skip
+
+
+def _lc_summarization() -> Any:
+    return native("langchain").Summarization(trigger=("tokens", 8000), keep=("messages", 20))
+
+
+def _brief(request: Any) -> str:
+    """A distiller that costs nothing, so the pair times the middleware, not a summarizer."""
+    return f"{len(request.messages[-1].text)} characters summarized"
 
 
 def conversations(turns: int) -> list[Any]:
