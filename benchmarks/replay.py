@@ -1,23 +1,27 @@
-"""The replay floor: every built-in strategy against the time to tokenize the conversation.
+"""The replay floor: every preset against the time to tokenize the conversation.
 
 A replay has to price every message at least once, so its floor is counting each distinct
 message once with the same encoding. This benchmark replays a generated conversation of
-about a million tokens (`harpe_lab.datasets.synthesize`) under each preset of
-`harpe_lab.presets` and divides by that floor, both with a fresh `TiktokenCounter` each
-repetition, so the counter's caches are cold on both sides:
+about a million tokens (`harpe_lab.datasets.synthesize`) under every preset of
+`harpe_lab.presets.PRESETS` (a preset added there joins with no change here) and divides
+by that floor, both with a fresh `TiktokenCounter` each repetition, so the counter's
+caches are cold on both sides:
 
 * **floor** — ``counter.count_message(m)`` for every distinct message (goal: replay ≤ 1.3×);
-* **scaling** — the same strategy on N and 2N turns (goal: ≤ 2.2×, i.e. linear).
+* **scaling** — the same preset on N and 2N turns (goal: ≤ 2.2×, i.e. linear).
 
 The bare tiktoken time (``encode_ordinary`` over the distinct texts, no counter) is shown
-beside the floor for reference.
+beside the floor for reference. Every timed replay's request frame is checked, untimed,
+against a reference replay of the same preset run before the timings: a benchmark that
+changed a number would fail, not report a ratio.
 
-The two summarising strategies are measured against the goal with a constant-time distiller
-(a fixed summary, as an on-disk-cached `LLMDistiller` returns on a re-run): the floor is
-about the replay machinery, and a distiller is a model stand-in plugged into it. Their
-cost with the offline `ExtractiveDistiller` is reported beside, without a goal.
+The presets that call a distiller are measured against the goal with a constant-time
+distiller (a fixed summary and its usage, as an on-disk-cached `LLMDistiller` returns on a
+re-run): the floor is about the replay machinery, and a distiller is a model stand-in
+plugged into it. Their cost with the offline `ExtractiveDistiller` is reported beside,
+without a goal.
 
-    .venv/bin/python -m benchmarks.replay [--tokens 1000000] [--reps 5] [--quick]
+    .venv/bin/python -m benchmarks.replay [--tokens 1000000] [--reps 5] [--quick] [--strategies full,chain]
 """
 
 from __future__ import annotations
@@ -42,21 +46,50 @@ from benchmarks.common import (  # noqa: E402
     request_count,
 )
 
-__all__ = ["run", "STRATEGIES", "LABELS", "main"]
+__all__ = ["run", "preset_names", "label", "main"]
 
-STRATEGIES = ("full", "windowed", "turn", "summarizing", "sliding", "summarize-window", "chain")
 LABELS = {
     "full": "FullContext",
     "windowed": "WindowedContext",
     "turn": "TurnContext",
-    "summarizing": "SummarizingContext (cached distiller)",
+    "summarizing": "SummarizingContext",
     "sliding": "orion SlidingWindow",
-    "summarize-window": "orion SummarizeWindow (cached distiller)",
+    "summarize-window": "orion SummarizeWindow",
     "chain": "laser Chain(LastN(100), TokenBudget)",
 }
-EXTRACTIVE = ("summarizing", "summarize-window")
-"""Also measured with the offline ExtractiveDistiller, without a goal."""
+"""Names the results have always used; any other preset is shown as ``family name``."""
+INHERENT = {
+    "autogen-token-limited": "AutoGen's TokenLimited prices the whole history at every request (count_tokens "
+                             "over every message, then pops), by design",
+    "masking": "SWE-agent's history processor re-elides the whole history at every request, by design",
+    "trimming": "the Agents SDK's input filter re-trims the whole model input at every call, by design",
+    "clearing": "clear_tool_uses recomputes what to clear over every tool use at every request above the "
+                "trigger, by design",
+}
+"""Presets whose own algorithm is O(history) per request, more than tokenizing: said in their row."""
 FIXED_SUMMARY = "The user and the agent worked through the task; decisions and facts so far: " + "x" * 900
+
+
+def preset_names() -> tuple[str, ...]:
+    """Every preset in `harpe_lab.presets.PRESETS`, in its order."""
+    from harpe_lab.presets import PRESETS
+
+    return tuple(PRESETS)
+
+
+def _distills(name: str) -> bool:
+    from harpe_lab.presets import PRESETS
+
+    return "distill" in PRESETS[name].needs
+
+
+def label(name: str) -> str:
+    """The preset's name in the table (``(cached distiller)`` when it calls one)."""
+    from harpe_lab.presets import PRESETS
+
+    family = PRESETS[name].family
+    text = LABELS.get(name) or (name if name.startswith(family) else f"{family} {name}")
+    return text + (" (cached distiller)" if _distills(name) else "")
 
 
 class _CachedDistiller:
@@ -70,6 +103,8 @@ class _CachedDistiller:
 
     def __call__(self, rendered: Any) -> str:
         return FIXED_SUMMARY
+
+
 FLOOR_GOAL = Goal("<=", 1.3)
 SCALING_GOAL = Goal("<=", 2.2)
 
@@ -98,15 +133,17 @@ def run(
     tokens: int = 1_000_000,
     reps: int = 5,
     budget: int = 8_000,
-    strategies: Sequence[str] = STRATEGIES,
+    strategies: Sequence[str] | None = None,
     slow_seconds: float = 10.0,
     slow_reps: int = 3,
 ) -> list[Row]:
-    """Measure every strategy against the floor and N against 2N turns; return table rows.
+    """Measure every preset (or ``strategies``, preset names) against the floor and N
+    against 2N turns; return table rows.
 
-    A strategy whose first replay of the large conversation takes longer than
+    A preset whose first replay of the large conversation takes longer than
     ``slow_seconds`` is repeated ``slow_reps`` times instead of ``reps`` (its row says so),
-    so one quadratic strategy cannot take the whole run's time.
+    so one quadratic strategy cannot take the whole run's time. Raises `AssertionError`
+    when a timed replay's frame differs from its preset's reference replay.
     """
     from harpe_lab.datasets import synthesize
     from harpe_lab.messages import Rendered
@@ -114,9 +151,11 @@ def run(
     from harpe_lab.replay import replay
     from harpe_lab.tokens import TiktokenCounter
 
-    unknown = [s for s in strategies if s not in STRATEGIES]
+    names = preset_names()
+    strategies = names if strategies is None else tuple(strategies)
+    unknown = [s for s in strategies if s not in names]
     if unknown:
-        raise ValueError(f"strategies must be among {list(STRATEGIES)}, but {unknown!r} was passed")
+        raise ValueError(f"strategies must be among {list(names)}, but {unknown!r} was passed")
     warm = TiktokenCounter()
     encoding = warm.encoding  # loading the BPE file is paid once, outside every timing
     big = conversation_of_tokens(tokens, counter=warm, seed=1)
@@ -143,10 +182,11 @@ def run(
     def replaying(conversation: Any, name: str, extractive: bool = False) -> Any:
         def prepare() -> Any:
             counter = TiktokenCounter()
-            distill = None if extractive else _CachedDistiller()  # None: the preset's ExtractiveDistiller
+            # None: the preset's own offline distiller (ExtractiveDistiller)
+            distill = _CachedDistiller() if _distills(name) and not extractive else None
             factory = make_strategy(name, budget=budget, counter=counter, system=conversation.system,
                                     distill=distill)
-            return lambda: len(replay(conversation, factory, counter=counter, name=name))
+            return lambda: replay(conversation, factory, counter=counter, name=name)
 
         return prepare
 
@@ -154,31 +194,43 @@ def run(
     for name in strategies:
         cases[f"{name}/2N"] = replaying(big, name)
         cases[f"{name}/N"] = replaying(small, name)
-    for name in (s for s in strategies if s in EXTRACTIVE):
+    extractive = [s for s in strategies if _distills(s)]
+    for name in extractive:
         cases[f"{name}+extractive/2N"] = replaying(big, name, extractive=True)
-    timings = interleaved(cases, reps, slow=(slow_seconds, slow_reps), progress="replay floor")
+
+    # The reference frames: each case replayed once, untimed, before any timing.
+    reference: dict[str, Any] = {}
+    for case, prepare in cases.items():
+        if case not in ("floor", "tiktoken"):
+            reference[case] = prepare()().requests
+
+    def check(case: str, result: Any) -> None:
+        if case in reference and not result.requests.equals(reference[case]):
+            raise AssertionError(f"{case}: a timed replay's request frame differs from the reference replay's")
+
+    timings = interleaved(cases, reps, check=check, slow=(slow_seconds, slow_reps), progress="replay floor")
 
     rows = []
     floor_s, bare_s = timings.median("floor"), timings.median("tiktoken")
     for name in strategies:
-        t2, t1 = timings.median(f"{name}/2N"), timings.median(f"{name}/N")
-        n = timings.reps(f"{name}/2N")
+        t2 = timings.median(f"{name}/2N")
+        why = f"; {INHERENT[name]}" if name in INHERENT else ""
         rows.append(Row(
-            "1 floor", f"{LABELS[name]} / tokenize once (~{big_tokens / 1e6:.1f}M tokens)", t2 / floor_s,
-            goal=FLOOR_GOAL, reps=n,
-            detail=f"{t2:.3f} s / {floor_s:.3f} s (bare tiktoken {bare_s:.3f} s)",
+            "1 floor", f"{label(name)} / tokenize once (~{big_tokens / 1e6:.1f}M tokens)", t2 / floor_s,
+            goal=FLOOR_GOAL, reps=timings.reps(f"{name}/2N"),
+            detail=f"{t2:.3f} s / {floor_s:.3f} s (bare tiktoken {bare_s:.3f} s); frames checked{why}",
         ))  # fmt: skip
-    for name in (s for s in strategies if s in EXTRACTIVE):
+    for name in extractive:
         t2 = timings.median(f"{name}+extractive/2N")
         rows.append(Row(
-            "1 floor", f"{LABELS[name].split(' (')[0]} (ExtractiveDistiller) / tokenize once", t2 / floor_s,
+            "1 floor", f"{label(name).split(' (')[0]} (ExtractiveDistiller) / tokenize once", t2 / floor_s,
             reps=timings.reps(f"{name}+extractive/2N"),
             detail=f"{t2:.3f} s / {floor_s:.3f} s; the offline distiller's own work, no goal",
         ))  # fmt: skip
     for name in strategies:
         t2, t1 = timings.median(f"{name}/2N"), timings.median(f"{name}/N")
         rows.append(Row(
-            "1 scaling", f"{LABELS[name]}: 2N / N turns ({len(big.turns)} / {len(small.turns)})", t2 / t1,
+            "1 scaling", f"{label(name)}: 2N / N turns ({len(big.turns)} / {len(small.turns)})", t2 / t1,
             goal=SCALING_GOAL, reps=min(timings.reps(f"{name}/2N"), timings.reps(f"{name}/N")),
             detail=f"{t2:.3f} s / {t1:.3f} s; tokens ×{big_tokens / small_tokens:.2f}",
         ))  # fmt: skip
@@ -190,11 +242,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tokens", type=int, default=1_000_000, help="size of the 2N conversation")
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--budget", type=int, default=8_000, help="token budget of the presets")
-    parser.add_argument("--strategies", default=",".join(STRATEGIES), help="comma-separated preset names")
+    parser.add_argument("--strategies", default=None, help="comma-separated preset names (default: every preset)")
     parser.add_argument("--quick", action="store_true", help="200k tokens, 3 reps")
     args = parser.parse_args(argv)
     tokens, reps = (200_000, 3) if args.quick else (args.tokens, args.reps)
-    rows = run(tokens=tokens, reps=reps, budget=args.budget, strategies=args.strategies.split(","))
+    names = None if args.strategies is None else [n.strip() for n in args.strategies.split(",") if n.strip()]
+    rows = run(tokens=tokens, reps=reps, budget=args.budget, strategies=names)
     print(format_table(rows))
     return 0
 

@@ -10,6 +10,7 @@ messages here). Messages a strategy made up (a summary message) belong to no tur
 
 from __future__ import annotations
 
+from itertools import islice
 from operator import is_
 from typing import Any, Mapping
 
@@ -63,6 +64,14 @@ class ProviderSession:
         self.messages.append(m)
         self.turn_tokens = self.turn_tokens + n if owner == turn else 0
 
+    def _push(self, m: Message) -> None:
+        n = self._count(m)
+        original = self._owner.get(id(m)) is not None
+        self._tok.append(self.tokens + n)
+        self._syn.append(self.made_up_tokens + (0 if original else n))
+        self._org.append(self.originals + original)
+        self.messages.append(m)
+
     def sent(self) -> None:
         """A request went out: the next one shares all of it so far."""
         self.shared = len(self.messages)
@@ -80,27 +89,41 @@ class ProviderSession:
             while k < limit and old[k] is new[k]:
                 k += 1
         self.shared = min(self.shared, k)
-        # A window that slid dropped old's first `shift` messages and kept the rest, in
-        # order, at the front of new: their sums are old's, less what was dropped.
-        shift = 0
-        if k == 0 and len(old) > 1:
-            first = new[0]
-            for j, m in enumerate(old):
-                if m is first:
-                    if j and len(new) >= len(old) - j and all(map(is_, new, old[j:])):
-                        shift = j
+        # A window that slid: after the common prefix — and at most one new message, a summary
+        # that replaced or preceded the old one — new goes on with old's messages from some
+        # j on, to old's end. Their sums are old's, rebased: a slide costs no recount.
+        c, j = k, -1
+        for c in (k, k + 1):
+            if c >= len(new) or k >= len(old) - 1:
+                break
+            first = new[c]
+            for at in range(k, len(old)):
+                if old[at] is first:
+                    j = at
                     break
-        if shift:
-            kept = len(old) - shift
-            # the pairs inside the kept run were checked when they were sent; only its
-            # first message (its call may be gone) and its end (what follows is new) are not
-            checks.pairs_kept(new, i, 0, 1)
-            checks.pairs_kept(new, i, max(1, kept - 1))
-            base_t, base_s, base_o = self._tok[shift - 1], self._syn[shift - 1], self._org[shift - 1]
-            self._tok = [v - base_t for v in self._tok[shift:]]
-            self._syn = [v - base_s for v in self._syn[shift:]]
-            self._org = [v - base_o for v in self._org[shift:]]
-            self.messages = old[shift:]  # recorded requests still refer to old: a new list
+            if j > k or (j == k and c > k):
+                block = len(old) - j
+                if len(new) - c >= block and all(map(is_, islice(new, c, None), islice(old, j, None))):
+                    break
+            j = -1
+        if j >= 0:
+            kept = c + len(old) - j
+            # the pairs inside the prefix and the block were checked when they were sent; only
+            # where they meet what is new (the block's first call may be gone) are they not
+            checks.pairs_kept(new, i, max(0, k - 1), c + 1)
+            checks.pairs_kept(new, i, max(c + 1, kept - 1))
+            tok, syn, org = self._tok, self._syn, self._org
+            base_t, base_s, base_o = (tok[j - 1], syn[j - 1], org[j - 1]) if j else (0, 0, 0)
+            block_t, block_s, block_o = tok[j:], syn[j:], org[j:]
+            del tok[k:], syn[k:], org[k:]
+            self.messages = old[:k]  # recorded requests still refer to old: a new list
+            for m in new[k:c]:
+                self._push(m)
+            at_t, at_s, at_o = self.tokens - base_t, self.made_up_tokens - base_s, self.originals - base_o
+            tok.extend([v + at_t for v in block_t])
+            syn.extend([v + at_s for v in block_s])
+            org.extend([v + at_o for v in block_o])
+            self.messages.extend(old[j:])
             k = kept
         else:
             checks.pairs_kept(new, i, max(0, k - 1))

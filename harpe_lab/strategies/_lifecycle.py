@@ -5,6 +5,7 @@ previous one (the messages appended since, and nothing else changed) or compacts
 from __future__ import annotations
 
 from itertools import chain
+from operator import is_
 from typing import Any, Iterable
 
 from ..errors import StrategyError
@@ -40,7 +41,9 @@ class PolicyLifecycle:
         self.policy = policy
         self.limit = limit
         self._transcript = start
-        self._marked = list(start)
+        # The transcript at the turn start, as (list, length): the list only grows between
+        # turn starts (an abort replaces it), so a turn start costs O(1), not a copy.
+        self._marked = (start, len(start))
         self._turn_input: UserInput | None = None
         self._sent: tuple[Message, ...] = ()
         self._since: list[Message] = list(start)
@@ -53,7 +56,7 @@ class PolicyLifecycle:
     def begin_turn(self, input: UserInput) -> None:
         if not isinstance(input, UserInput):
             raise TypeError(f"begin_turn takes a UserInput, got {type(input).__name__}")
-        self._marked = list(self._transcript)
+        self._marked = (self._transcript, len(self._transcript))
         self._turn_input = input
         self.append(input)
 
@@ -71,7 +74,7 @@ class PolicyLifecycle:
         """The request carrying ``messages``: compacted unless it is the previous request
         followed by exactly the messages appended since."""
         continues = len(messages) == len(self._sent) + len(self._since) and all(
-            a is b for a, b in zip(messages, chain(self._sent, self._since))
+            map(is_, messages, chain(self._sent, self._since))
         )
         self._sent, self._since = messages, []
         return Compaction(Rendered(self.base_system, messages), not continues)
@@ -83,7 +86,8 @@ class PolicyLifecycle:
         self._turn_input = None
 
     def abort_turn(self) -> None:
-        self._transcript = self._marked + ([] if self._turn_input is None else [self._turn_input])
+        marked, length = self._marked
+        self._transcript = marked[:length] + ([] if self._turn_input is None else [self._turn_input])
         self._turn_input = None
         self._since = []
         self._restored()

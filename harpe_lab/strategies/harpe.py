@@ -65,7 +65,10 @@ class _TranscriptContext:
             raise StrategyError(f"base_system must be a str, got {type(base_system).__name__}")
         self.base_system = base_system
         self._transcript: list[Message] = list(initial)
-        self._marked: list[Message] = list(self._transcript)
+        # The transcript at the turn start, as (list, length): the list only grows until a
+        # compaction replaces it, so its first `length` messages stay what they were, and a
+        # turn start costs O(1), not a copy of the whole history.
+        self._marked: tuple[list[Message], int] = (self._transcript, len(self._transcript))
         self._turn_input: list[Message] = []
 
     @property
@@ -75,7 +78,7 @@ class _TranscriptContext:
 
     def begin_turn(self, input: UserInput) -> None:
         _check_input(input)
-        self._marked = list(self._transcript)
+        self._marked = (self._transcript, len(self._transcript))
         self._turn_input = [input]
         self._transcript.append(input)
 
@@ -89,7 +92,8 @@ class _TranscriptContext:
         self._turn_input = []
 
     def abort_turn(self) -> None:
-        self._transcript = self._marked + self._turn_input
+        marked, length = self._marked
+        self._transcript = marked[:length] + self._turn_input
         self._turn_input = []
 
     def __repr__(self) -> str:

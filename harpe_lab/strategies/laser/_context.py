@@ -43,7 +43,9 @@ class PolicyContext(PolicyLifecycle):
         return _manifest(n, kept, tokens, ids, self.policy)
 
     def compact(self) -> Compaction:
-        seq = tuple(self._transcript)
+        # The policy reads the stored transcript itself: a copy at every request would cost
+        # O(history) per request. A policy never modifies its input, nor keeps it.
+        seq = self._transcript
         out = tuple(self.policy(seq))
         kept = _positions(seq, out, self.policy)
         if seq and kept[-1] != len(seq) - 1:

@@ -14,7 +14,8 @@ from ...tokens import BytesCounter
 __all__ = ["Policy", "LastN", "TokenBudget", "MessagePrice", "Chain", "message_text", "block"]
 
 Policy = Callable[[Sequence[Message]], Sequence[Message]]
-"""A context policy: messages in, the messages a model receives out (a subsequence)."""
+"""A context policy: messages in, the messages a model receives out (a subsequence). It
+only reads its input: `PolicyContext` hands it the stored transcript itself, not a copy."""
 
 _MEMO_SIZE = 1 << 17
 
@@ -130,8 +131,11 @@ class TokenBudget:
     def __call__(self, messages: Sequence[Message]) -> tuple[Message, ...]:
         seq = _seq(messages)
         start, used = len(seq), 0
+        memo, estimate = self._memo, self.estimate
         for i in range(len(seq) - 1, -1, -1):
-            n = self.estimate(seq[i])
+            m = seq[i]
+            hit = memo.get(id(m))  # estimate's memo, inlined: every request walks the window
+            n = hit[1] if hit is not None and hit[0] is m else estimate(m)
             if used + n > self.max_tokens and start < len(seq):
                 break
             used += n

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from itertools import chain
+from operator import is_
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from ...errors import StrategyError
@@ -55,7 +56,7 @@ def _continues(sent: tuple[Message, ...], since: list[Message], new: tuple[Messa
     (by identity), i.e. the provider session can simply go on."""
     if len(new) != len(sent) + len(since):
         return False
-    return all(a is b for a, b in zip(new, chain(sent, since)))
+    return all(map(is_, new, chain(sent, since)))
 
 
 class OrionContext:
@@ -105,8 +106,11 @@ class OrionContext:
         self._live = _TurnIndex(window.counter, start)  # not folded into the summary
         self._summary: str | None = None
         self._head: UserInput | None = None
-        self._marked: tuple[list[Message], list[Message], str | None, UserInput | None] = (
-            list(start), list(start), None, None
+        # At the turn start: the transcript's length, the live index and its length, the
+        # summary and its message. The transcript and an index only grow (a fold starts a new
+        # index), so their first messages stay what they were: a turn start copies nothing.
+        self._marked: tuple[int, _TurnIndex, int, str | None, UserInput | None] = (
+            len(start), self._live, len(start), None, None
         )  # fmt: skip
         self._turn_input: UserInput | None = None
         self._sent: tuple[Message, ...] = ()
@@ -144,7 +148,8 @@ class OrionContext:
     def begin_turn(self, input: UserInput) -> None:
         if not isinstance(input, UserInput):
             raise TypeError(f"begin_turn takes a UserInput, got {type(input).__name__}")
-        self._marked = (list(self._transcript), list(self._live.messages), self._summary, self._head)
+        live = self._live
+        self._marked = (len(self._transcript), live, len(live.messages), self._summary, self._head)
         self._turn_input = input
         self._add(input)
 
@@ -188,10 +193,10 @@ class OrionContext:
         self._turn_input = None
 
     def abort_turn(self) -> None:
-        transcript, live, self._summary, self._head = self._marked
+        length, live, live_length, self._summary, self._head = self._marked
         tail = [] if self._turn_input is None else [self._turn_input]
-        self._transcript = transcript + tail
-        self._live = _TurnIndex(self.window.counter, live + tail)
+        self._transcript = self._transcript[:length] + tail
+        self._live = _TurnIndex(self.window.counter, live.messages[:live_length] + tail)
         self._turn_input = None
         self._since = []
 

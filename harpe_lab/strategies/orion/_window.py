@@ -12,6 +12,7 @@ from ..harpe import DISTILL_SYSTEM, distill_request
 from ...errors import BudgetError, StrategyError
 from ...messages import AssistantMessage, Message, Rendered, ToolResults, UserInput
 from ...protocol import Distill
+from ...tokens import prices_by_parts
 
 __all__ = [
     "SlidingWindow",
@@ -279,6 +280,20 @@ class _TurnIndex:
             self.pinned.append(t)
             self._pinned_total += self.sizes[t]  # type: ignore[operator]
 
+    def keep(self, turns: Sequence[int]) -> "_TurnIndex":
+        """A new index of these turns (ascending), every one priced: what `add` ing their
+        messages one by one would build, from the sums already known."""
+        out = _TurnIndex(self.counter)
+        pinned = set(self.pinned)
+        for t in turns:
+            out.starts.append(len(out.messages))
+            out.sizes.append(self.size(t))
+            out.messages.extend(self.turn(t))
+            if t in pinned:
+                out.pinned.append(len(out.starts) - 1)
+                out._pinned_total += out.sizes[-1]  # type: ignore[operator]
+        return out
+
     def size(self, t: int) -> int:
         n = self.sizes[t]
         if n is None:
@@ -345,7 +360,10 @@ def _choose(
         first = t
         t -= 1
     turns = pinned[: p + 1] + list(range(max(first, 0), n))
-    chosen = _render(index, turns, head, system, tools, counter)
+    # A counter that prices a request as the sum of its parts prices this one at what the
+    # walk added up: the request need not be priced again, message by message.
+    known = fixed + head_tokens + used if prices_by_parts(counter) else None
+    chosen = _render(index, turns, head, system, tools, counter, known)
     while chosen.tokens > limit:
         # Only a counter that prices a request otherwise than as the sum of its parts
         # (ScaledCounter rounds the total) lands here: give up the oldest unpinned window
@@ -372,13 +390,14 @@ def _choose_or_none(
 
 
 def _render(
-    index: _TurnIndex, turns: list[int], head: UserInput | None, system: str, tools: tuple, counter: Any
+    index: _TurnIndex, turns: list[int], head: UserInput | None, system: str, tools: tuple, counter: Any,
+    tokens: int | None = None,
 ) -> _Chosen:
     messages: list[Message] = [] if head is None else [head]
     for t in turns:
         messages.extend(index.turn(t))
     out = tuple(messages)
-    return _Chosen(turns, out, counter.count_rendered(Rendered(system, out), tools))
+    return _Chosen(turns, out, counter.count_rendered(Rendered(system, out), tools) if tokens is None else tokens)
 
 
 def _budget_message(
@@ -446,7 +465,7 @@ def _fold(
     while True:
         kept = set(chosen.turns)
         dropped = [m for t in range(len(current.starts)) if t not in kept for m in current.turn(t)]
-        rest = _TurnIndex(window.counter, (m for t in chosen.turns for m in current.turn(t)))
+        rest = current.keep(chosen.turns)
         try:
             new = distill(summarize_request(dropped, text))
         except Exception as error:  # reported as a StrategyWarning, never swallowed
