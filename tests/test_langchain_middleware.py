@@ -130,6 +130,7 @@ class TestValidation:
         ({"trigger": ("messages", 2.5)}, "trigger messages must be an int > 0, got 2.5"),
         ({"trigger": ("tokens", True)}, "trigger tokens must be a number, got True"),
         ({"trigger": {}}, "a trigger clause must name at least one"),
+        ({"trigger": []}, "trigger must hold at least one clause"),
         ({"trigger": [("tokens", 10), "messages"]}, "trigger must be a .kind, value. pair"),
         ({"trigger": ("fraction", 1.5), "context_window": 1000}, "trigger fraction must be > 0 and <= 1, got 1.5"),
         ({"trigger": ("fraction", 0.5)}, "needs the model's maximum input tokens: pass context_window="),

@@ -31,8 +31,10 @@ tool_calls=[{"id", "name", "args"}])`` (arguments must be an object); each `Tool
 from; a copy (``deepcopy``, ``model_copy``) with the same ``id`` and the same fields maps to
 it too; a changed one is rebuilt from its fields, with what LangChain never sees
 (attachments of an untouched part, ``success``, ``pinned``) from the message it stands for;
-one LangChain made up (the summary ``HumanMessage``) becomes a new message. Tested against
-langchain 1.5.2, langchain-core 1.8.3, langgraph 1.2.
+one LangChain made up (the summary ``HumanMessage``) becomes a new message. The converted
+``AIMessage`` s carry no ``usage_metadata``, so ``SummarizationMiddleware``'s trigger on
+provider-reported usage never fires, as in the native twin. Tested against langchain 1.5.2,
+langchain-core 1.8.3, langgraph 1.2.
 """
 
 from __future__ import annotations

@@ -95,6 +95,8 @@ __all__ = [
     "Unit",
     "units_of",
     "Splitter",
+    "trim_last",
+    "safe_cutoff",
     "regroup",
     "buffer_xml",
 ]
@@ -168,6 +170,8 @@ with exactly one result (a ``ToolMessage``)."""
 def units_of(message: Message) -> tuple[Message, ...]:
     """``message`` as units: itself, or one one-result `ToolResults` per result (sharing the
     `ToolResult` objects, so `regroup` can tell an untouched round)."""
+    if isinstance(message, ToolResults) and not message.results:
+        raise StrategyError("a ToolResults with no result has no LangChain message (no ToolMessage to stand for it)")
     if isinstance(message, ToolResults) and len(message.results) != 1:
         return tuple(ToolResults((r,), message.pinned) for r in message.results)
     return (message,)
@@ -383,6 +387,8 @@ def _clauses(trigger: object) -> tuple[tuple[tuple[str, int | float], ...], ...]
             isinstance(c, tuple) and c and all(isinstance(p, tuple) for p in c) for c in trigger):
         return tuple(_clause(c) for c in trigger)  # already clauses (a copy, a pickle)
     if isinstance(trigger, list):
+        if not trigger:
+            raise StrategyError("trigger must hold at least one clause; a strategy that never acts is FullContext")
         return tuple(_clause(item) for item in trigger)
     return (_clause(trigger),)
 
@@ -690,13 +696,10 @@ class ClearToolUsesEdit:
                 m = out[ai]
                 calls = tuple(ToolCall(c.id, c.name, {}) if c.id == rid else c for c in m.calls)  # type: ignore[union-attr]
                 changed.append((ai, AssistantMessage(m.text, calls, m.pinned)))  # type: ignore[union-attr]
-            if by_parts is not None:
-                for k, new in changed:
+            for k, new in changed:
+                if by_parts is not None and self.clear_at_least > 0:
                     now += by_parts(new) - by_parts(out[k])
-                    out[k] = new
-            else:
-                for k, new in changed:
-                    out[k] = new
+                out[k] = new
             if self.clear_at_least > 0:
                 if by_parts is None:
                     now = tokens(out)
