@@ -72,7 +72,7 @@ def _units(messages):
     return [u for m in messages for u in units_of(m)]
 
 
-def _summarize(conversation, config: Summarization, counter=None):
+def _summarize(conversation, config: Summarization, counter=None, system: str = SYSTEM):
     """Replay under the native and the peer; assert identical requests and distill prompts;
     return (native replay, peer replay, folds, seconds native, seconds peer). A fold is a
     compacted request: the state was rewritten (summarized, or dropped when the summarizer
@@ -80,10 +80,10 @@ def _summarize(conversation, config: Summarization, counter=None):
     counter = counter or BytesCounter()
     ours, theirs = Recorder(), Recorder()
     t0 = time.perf_counter()
-    a = replay(conversation, lambda: config.context(SYSTEM, counter=counter, distill=ours), counter=counter,
+    a = replay(conversation, lambda: config.context(system, counter=counter, distill=ours), counter=counter,
                name="native")
     t1 = time.perf_counter()
-    b = replay(conversation, lambda: peer.summarization(SYSTEM, config, counter=counter, distill=theirs),
+    b = replay(conversation, lambda: peer.summarization(system, config, counter=counter, distill=theirs),
                counter=counter, name="langchain")
     t2 = time.perf_counter()
     _same(a, b)
@@ -141,6 +141,7 @@ class TestValidation:
         ({"trigger": ("tokens", 10), "context_window": 0}, "context_window must be an int >= 1, got 0"),
         ({"trigger": ("tokens", 10), "summary_prompt": "no field"}, "must be a str with a {messages} field"),
         ({"trigger": ("tokens", 10), "summary_prompt": "{messages} {other}"}, "must format with only {messages}"),
+        ({"trigger": ("tokens", 10), "reported_usage": 1}, "reported_usage must be a bool, got 1"),
     ])
     def test_bad_summarization_values_are_shown(self, kwargs, message):
         with pytest.raises(StrategyError, match=message):
@@ -462,12 +463,25 @@ class TestDifferential:
             _, _, cleared = _clear(datasets.load(name), config, tools=tools)
             assert cleared >= 3, (config, cleared)
 
+    def test_reported_usage_folds_earlier_and_again_as_langchain_does(self):
+        # the replay reports the whole request (a long system prompt included) and the reply:
+        # LangChain's check of the newest reply's usage fires before its own count does, and
+        # again after a fold while the kept reply still reports more than the trigger
+        convo, system = datasets.load("coding_agent"), "Follow the house rules. " * 400
+        config = Summarization(trigger=("tokens", 4000), keep=("messages", 6))
+        _, _, plain, _, _ = _summarize(convo, config, system=system)
+        a, _, reported, _, _ = _summarize(convo, Summarization(trigger=("tokens", 4000), keep=("messages", 6),
+                                                               reported_usage=True), system=system)
+        assert reported > plain >= 3
+        folds = a.requests.compacted.tolist()
+        assert any(x and y for x, y in zip(folds, folds[1:])), "no fold right after a fold"
+
     @settings(max_examples=25, **_SETTINGS)
     @given(conversations(), st.sampled_from([("messages", 6), ("tokens", 150), ("fraction", 0.3)]),
            st.sampled_from([("messages", 2), ("tokens", 60), ("fraction", 0.1)]), st.sampled_from([None, 0, 40]))
     def test_generated_summarization(self, convo, trigger, keep, trim):
         _summarize(convo, Summarization(trigger=trigger, keep=keep, trim_tokens_to_summarize=trim,
-                                        context_window=500))
+                                        context_window=500, reported_usage=trim == 0))
 
     @settings(max_examples=25, **_SETTINGS)
     @given(conversations(), st.integers(0, 300), st.integers(0, 3), st.integers(0, 60), st.booleans(),

@@ -31,10 +31,12 @@ tool_calls=[{"id", "name", "args"}])`` (arguments must be an object); each `Tool
 from; a copy (``deepcopy``, ``model_copy``) with the same ``id`` and the same fields maps to
 it too; a changed one is rebuilt from its fields, with what LangChain never sees
 (attachments of an untouched part, ``success``, ``pinned``) from the message it stands for;
-one LangChain made up (the summary ``HumanMessage``) becomes a new message. The converted
-``AIMessage`` s carry no ``usage_metadata``, so ``SummarizationMiddleware``'s trigger on
-provider-reported usage never fires, as in the native twin. Tested against langchain 1.5.2,
-langchain-core 1.8.3, langgraph 1.2.
+one LangChain made up (the summary ``HumanMessage``) becomes a new message. With
+``reported_usage`` a reply carries the usage the replay reported for it as ``usage_metadata``
+(``response_metadata["model_provider"]`` the summarizing model's own ``ls_provider``), so
+``SummarizationMiddleware``'s trigger on reported usage fires as in an agent; without it the
+replies carry none and that path never fires, as in the native twin. Tested against
+langchain 1.5.2, langchain-core 1.8.3, langgraph 1.2.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ from __future__ import annotations
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from ..errors import StrategyError
-from ..messages import AssistantMessage, Message, Rendered, ToolCall, ToolResult, ToolResults, UserInput
+from ..messages import AssistantMessage, Message, Rendered, ToolCall, ToolResult, ToolResults, Usage, UserInput
 from ..protocol import Compaction, ContextCompacted, Distill, DistillCall, EventHub, Limit, MeteredDistill
 from ..strategies._lifecycle import PolicyLifecycle
 from ..strategies.editing import EditContext
@@ -73,8 +75,9 @@ __all__ = [
 ]
 
 
-def to_langchain(unit: Message, id: str | None = None) -> BaseMessage:
-    """LangChain's message for one unit (a `ToolResults` must hold exactly one result)."""
+def to_langchain(unit: Message, id: str | None = None, *, usage: Usage | None = None, provider: str = "") -> BaseMessage:
+    """LangChain's message for one unit (a `ToolResults` must hold exactly one result); a
+    reply with ``usage`` carries it as ``usage_metadata``, from ``provider``."""
     if isinstance(unit, UserInput):
         return HumanMessage(content=unit.text, id=id)
     if isinstance(unit, AssistantMessage):
@@ -82,7 +85,12 @@ def to_langchain(unit: Message, id: str | None = None) -> BaseMessage:
         if bad is not None:
             raise StrategyError(f"LangChain's tool calls take an object of arguments; call {bad.id!r} has {bad.input!r:.80}")
         calls = [{"id": c.id, "name": c.name, "args": c.input, "type": "tool_call"} for c in unit.calls]
-        return AIMessage(content=unit.text, tool_calls=calls, id=id)
+        if usage is None:
+            return AIMessage(content=unit.text, tool_calls=calls, id=id)
+        meta = {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
+                "total_tokens": usage.input_tokens + usage.output_tokens}
+        return AIMessage(content=unit.text, tool_calls=calls, id=id, usage_metadata=meta,
+                         response_metadata={"model_provider": provider})
     if isinstance(unit, ToolResults) and len(unit.results) == 1:
         r = unit.results[0]
         return ToolMessage(content=r.content, tool_call_id=r.id, status="success" if r.success else "error", id=id)
@@ -109,20 +117,20 @@ class _Converter:
         self._split = Splitter()
         self._made: dict[int, tuple[BaseMessage, Message, Any]] = {}
 
-    def to(self, unit: Message, original: Message) -> BaseMessage:
+    def to(self, unit: Message, original: Message, *, usage: Usage | None = None, provider: str = "") -> BaseMessage:
         hit = self._to.get(id(unit))
         if hit is not None and hit[0] is unit:
             return hit[1]
         self._n += 1
-        lc = to_langchain(unit, id=f"harpe-{self._n}")
+        lc = to_langchain(unit, id=f"harpe-{self._n}", usage=usage, provider=provider)
         self._to[id(unit)] = (unit, lc)
         entry = (lc, unit, original)
         self._back[id(lc)] = entry
         self._by_id[lc.id] = entry  # type: ignore[index]
         return lc
 
-    def all(self, messages: Iterable[Message]) -> list[BaseMessage]:
-        return [self.to(u, m) for m in messages for u in self._split(m)]
+    def all(self, messages: Iterable[Message], *, usage: Usage | None = None, provider: str = "") -> list[BaseMessage]:
+        return [self.to(u, m, usage=usage, provider=provider) for m in messages for u in self._split(m)]
 
     def back(self, lc: BaseMessage) -> tuple[Message, Message | None]:
         """``(unit, original)`` for a LangChain message (``original`` ``None``: made up)."""
@@ -276,9 +284,12 @@ class MiddlewareContext(PolicyLifecycle):
 
     def __init__(self, system: str, middleware: Sequence[Any], *, model: Any, conv: _Converter,
                  tools: Sequence[Mapping[str, Any]] = (), limit: Limit | None = None,
-                 events: EventHub | None = None, name: str = "langchain") -> None:
+                 events: EventHub | None = None, reported_usage: bool = False, name: str = "langchain") -> None:
         super().__init__(system, lambda messages: messages, limit=limit)
+        self.reported_usage = reported_usage
+        self._usage: Usage | None = None
         self._agent = _Agent(system, middleware, model, tools)
+        self._provider = model._get_ls_params().get("ls_provider", "")  # what LangChain matches replies to
         self._conv = conv
         self._events = events or EventHub()
         self._distill_calls = 0
@@ -305,8 +316,15 @@ class MiddlewareContext(PolicyLifecycle):
         super().begin_turn(input)
         self._input = self._lc[len(self._mark):]
 
+    def observe(self, usage: Usage) -> None:
+        if self.reported_usage:
+            self._usage = usage
+
     def _added(self, message: Message) -> None:
-        self._lc = add_messages(self._lc, self._conv.all([message]))
+        usage = None
+        if isinstance(message, AssistantMessage) and self._usage is not None:
+            usage, self._usage = self._usage, None
+        self._lc = add_messages(self._lc, self._conv.all([message], usage=usage, provider=self._provider))
 
     def _restored(self) -> None:
         self._lc = self._mark + self._input
@@ -370,6 +388,7 @@ def summarization(system: str, config: Summarization, *, counter: Any, distill: 
     )
     limit = config.context(system, counter=counter, distill=distill, tools=tools).limit
     return MiddlewareContext(system, [middleware], model=model, conv=conv, tools=tools, limit=limit, events=events,
+                             reported_usage=config.reported_usage,
                              name=f"SummarizationMiddleware(trigger={_trigger(config)}, keep={config.keep})")
 
 

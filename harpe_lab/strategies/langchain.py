@@ -31,9 +31,12 @@ trim_tokens_to_summarize=)``, run in ``before_model`` before every model call:
 * ``trigger``: ``("tokens", n)`` (the state's tokens ``>= n``), ``("messages", n)`` (units
   ``>= n``), ``("fraction", f)`` (tokens ``>= int(f * context_window)``, at least 1); a
   mapping of several is a clause met when all are (LangChain's ``TriggerClause``); a list
-  is met when any item is. LangChain also triggers when the last ``AIMessage`` carries
-  provider usage of at least the threshold from the same provider as its model; a replayed
-  message carries none, so that path never fires here, nor in the peer.
+  is met when any item is. LangChain also meets a token (or fraction) threshold when the
+  last ``AIMessage`` in the state carries provider usage (``usage_metadata["total_tokens"]``,
+  input plus output) of at least the threshold, from its model's provider: with
+  ``reported_usage=True`` each reply carries the usage the replay reports for it
+  (`observe`), as in an agent whose summarizer is its own model; off by default (an agent
+  summarizing with another provider's model, or a model that reports none).
 * when it triggers, the cutoff: ``keep=("messages", n)`` keeps the last n units;
   ``("tokens", n)`` / ``("fraction", f)`` the shortest suffix found by LangChain's binary
   search to fit n tokens. A cutoff on a tool result moves back to the ``AIMessage`` that made
@@ -78,7 +81,7 @@ from typing import Any, Callable, Iterable, Literal, Mapping, Sequence
 from xml.sax.saxutils import escape, quoteattr
 
 from ..errors import StrategyError
-from ..messages import AssistantMessage, Message, Rendered, ToolCall, ToolResult, ToolResults, UserInput
+from ..messages import AssistantMessage, Message, Rendered, ToolCall, ToolResult, ToolResults, Usage, UserInput
 from ..protocol import Compaction, ContextCompacted, Distill, EventHub, Limit, MeteredDistill
 from ..tokens import prices_by_parts
 from ._lifecycle import PolicyLifecycle
@@ -425,6 +428,9 @@ class Summarization:
     ``max_input_tokens``): needed by ``"fraction"``, ignored otherwise."""
     summary_prompt: str = field(default=DEFAULT_SUMMARY_PROMPT, repr=False)
     """The prompt, with ``{messages}`` where the formatted history goes."""
+    reported_usage: bool = False
+    """Replies carry the usage the replay reports, and the newest reply's total (input plus
+    output tokens) also meets a token threshold (see the module doc)."""
 
     def __post_init__(self) -> None:
         clauses = _clauses(self.trigger)
@@ -447,18 +453,24 @@ class Summarization:
             self.summary_prompt.format(messages="")
         except (KeyError, IndexError, ValueError) as exc:
             raise StrategyError(f"summary_prompt must format with only {{messages}}: {exc!r}") from exc
+        if not isinstance(self.reported_usage, bool):
+            raise StrategyError(f"reported_usage must be a bool, got {self.reported_usage!r}")
 
     def _threshold(self, kind: str, value: int | float) -> int:
         if kind == "fraction":
             return max(1, int(self.context_window * value))  # type: ignore[operator]
         return int(value)
 
-    def triggered(self, units: Sequence[Message], tokens: int) -> bool:
-        """Whether LangChain summarizes a state of ``units`` pricing ``tokens``."""
-        for clause in self.trigger:
-            if all(len(units) >= v if k == "messages" else tokens >= self._threshold(k, v) for k, v in clause):
-                return True
-        return False
+    def triggered(self, units: Sequence[Message], tokens: int, reported: int | None = None) -> bool:
+        """Whether LangChain summarizes a state of ``units`` pricing ``tokens``, the newest
+        reply in it having reported ``reported`` total tokens (``None``: no usage)."""
+        def met(kind: str, value: int | float) -> bool:
+            if kind == "messages":
+                return len(units) >= value
+            threshold = self._threshold(kind, value)
+            return tokens >= threshold or bool(reported) and reported >= threshold  # type: ignore[operator]
+
+        return any(all(met(k, v) for k, v in clause) for clause in self.trigger)
 
     def cutoff(self, units: Sequence[Message], count: Callable[[Sequence[Message]], int]) -> int:
         """How many of the oldest units a fold summarizes (0: none)."""
@@ -587,6 +599,25 @@ class SummarizationContext(_UnitLifecycle):
         self._distill = MeteredDistill(distill, self._events)
         self.folds = 0
         """Folds made so far (with a distill call or not)."""
+        self._usage: Usage | None = None
+        self._reported: dict[int, tuple[Message, int]] = {}  # id(reply) -> (reply, total tokens)
+
+    def observe(self, usage: Usage) -> None:
+        if self.config.reported_usage:
+            self._usage = usage
+
+    def _added(self, message: Message) -> None:
+        if isinstance(message, AssistantMessage) and self._usage is not None:
+            u = self._usage
+            self._reported[id(message)] = (message, u.input_tokens + u.output_tokens)
+            self._usage = None
+        super()._added(message)
+
+    def reported(self, units: Sequence[Message]) -> int | None:
+        """The total tokens the newest reply in ``units`` reported (``None``: none)."""
+        last = next((u for u in reversed(units) if isinstance(u, AssistantMessage)), None)
+        hit = self._reported.get(id(last)) if last is not None else None
+        return hit[1] if hit is not None and hit[0] is last else None
 
     @property
     def distill(self) -> Distill:
@@ -608,7 +639,7 @@ class SummarizationContext(_UnitLifecycle):
 
     def _step(self, transcript: Sequence[Message]) -> tuple[Message, ...]:
         state = self._state
-        if self.config.triggered(state, self.count(state)):
+        if self.config.triggered(state, self.count(state), self.reported(state)):
             cut = self.config.cutoff(state, self.count)
             if cut > 0:
                 folded, kept = state[:cut], state[cut:]
