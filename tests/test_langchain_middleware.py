@@ -17,7 +17,6 @@ from hypothesis import strategies as st
 
 from editing_support import (
     SYSTEM,
-    assert_an_edit,
     assert_pairs_by_ids,
     call,
     check_replay,
