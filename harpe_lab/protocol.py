@@ -236,6 +236,7 @@ class MeteredDistill:
     def __call__(self, request: Rendered) -> str | None:
         reply = self.distill(request)
         if self.hub.metered:
-            usage = self.distill.last_usage if isinstance(self.distill, ReportsUsage) else None
+            # ReportsUsage's test, without a runtime Protocol check at every call
+            usage = getattr(self.distill, "last_usage", None)
             self.hub.meter(DistillCall(request, reply, usage if isinstance(usage, Usage) else None))
         return reply

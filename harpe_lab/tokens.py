@@ -370,8 +370,13 @@ def prices_by_parts(counter: Any) -> bool:
     """Whether ``counter`` prices a request as system prompt + each message + tool schemas +
     reply priming (harpe_lab's counters, bar `ScaledCounter`): then the price of a request
     is a running sum over its messages, which the replay engine keeps."""
-    cls = type(counter)
-    return isinstance(counter, _Counter) and all(
+    return _by_parts(type(counter))
+
+
+@lru_cache(maxsize=None)
+def _by_parts(cls: type) -> bool:
+    # by class: strategies ask at every request
+    return issubclass(cls, _Counter) and all(
         getattr(cls, name) is getattr(_Counter, name)
         for name in ("count_rendered", "count_messages", "count_system", "count_tools")
     )

@@ -87,8 +87,55 @@ def pair_up(sent: Sequence[Message], messages: Sequence[Message]) -> tuple[Messa
     when the request does not end with the transcript's newest message, the newest is put
     back at the end, preceded by the call it answers. Messages that are not in the
     transcript (a placeholder) pass unchanged. ``pair_up(pair_up(s, m), m) == pair_up(s, m)``.
+    Each message object stands once in ``messages`` (as in a replay, where every position
+    is its own object): a message is paired by its position.
     """
     msgs = _seq(messages)
+    out = tuple(sent)
+    n, total = len(out), len(msgs)
+    # Where the sent messages stand in the transcript: a run from its start (a head) and a
+    # run to its end (a tail), found by identity in O(len(sent)). Every selection here is a
+    # head, made-up messages and a tail; anything else is paired by scanning the transcript.
+    front = 0
+    while front < n and front < total and out[front] is msgs[front]:
+        front += 1
+    back = 0
+    while back < n - front and back < total - front and out[n - 1 - back] is msgs[total - 1 - back]:
+        back += 1
+    if any(isinstance(m, ToolResults) or _is_calls(m) for m in out[front : n - back]):
+        return _pair_up_scanning(out, msgs)
+    pos = [*range(front), *([-1] * (n - front - back)), *range(total - back, total)]
+
+    def call_of(p: int) -> Message | None:
+        """The call right before position ``p`` of the transcript, when ``p`` holds its results."""
+        if p >= 1 and isinstance(msgs[p], ToolResults) and _is_calls(msgs[p - 1]):
+            return msgs[p - 1]
+        return None
+
+    kept: list[Message] = []
+    for k, m in enumerate(out):
+        p = pos[k]
+        if p < 0:  # a made-up message: neither a call nor results
+            kept.append(m)
+            continue
+        call = call_of(p)
+        if call is not None and (k == 0 or out[k - 1] is not call):
+            continue  # results without their call
+        res = msgs[p + 1] if p + 1 < total and _is_calls(m) and isinstance(msgs[p + 1], ToolResults) else None
+        if res is not None and (k + 1 == n or out[k + 1] is not res):
+            continue  # a call without its results
+        kept.append(m)
+    if msgs and (not kept or kept[-1] is not msgs[-1]):
+        newest = msgs[-1]
+        call = call_of(total - 1)
+        unit = (newest,) if call is None else (call, newest)
+        kept = [m for m in kept if not any(m is u for u in unit)]
+        kept.extend(unit)
+    return tuple(kept)
+
+
+def _pair_up_scanning(out: tuple[Message, ...], msgs: Sequence[Message]) -> tuple[Message, ...]:
+    """`pair_up` for any selection: the pairs of the whole transcript, by identity."""
     call_of: dict[int, Message] = {}
     results_of: dict[int, Message] = {}
     for k in range(len(msgs) - 1):
@@ -96,7 +143,6 @@ def pair_up(sent: Sequence[Message], messages: Sequence[Message]) -> tuple[Messa
         if _is_calls(m) and isinstance(nxt, ToolResults):
             results_of[id(m)] = nxt
             call_of[id(nxt)] = m
-    out = tuple(sent)
     n = len(out)
     kept: list[Message] = []
     for k, m in enumerate(out):

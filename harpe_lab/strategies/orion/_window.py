@@ -350,13 +350,17 @@ def _choose(
     first = n - 1
     p = len(pinned) - 1 - latest_pinned
     t = n - 2
+    sizes = index.sizes
     while t >= 0:
         if p >= 0 and pinned[p] == t:
             p -= 1  # already paid for
-        elif used + size(t) > available:
-            break
         else:
-            used += size(t)
+            s = sizes[t]
+            if s is None:
+                s = size(t)
+            if used + s > available:
+                break
+            used += s
         first = t
         t -= 1
     turns = pinned[: p + 1] + list(range(max(first, 0), n))
@@ -394,8 +398,15 @@ def _render(
     tokens: int | None = None,
 ) -> _Chosen:
     messages: list[Message] = [] if head is None else [head]
-    for t in turns:
-        messages.extend(index.turn(t))
+    starts, every, n = index.starts, index.messages, len(index.starts)
+    i = 0
+    while i < len(turns):  # one slice per run of consecutive turns (the window is one run)
+        j = i
+        while j + 1 < len(turns) and turns[j + 1] == turns[j] + 1:
+            j += 1
+        end = turns[j] + 1
+        messages += every[starts[turns[i]] : starts[end] if end < n else len(every)]
+        i = j + 1
     out = tuple(messages)
     return _Chosen(turns, out, counter.count_rendered(Rendered(system, out), tools) if tokens is None else tokens)
 
