@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections import Counter
 from dataclasses import dataclass
-from typing import Iterable
+from itertools import accumulate, chain, repeat
+from typing import Collection
 
 from ..errors import StrategyError
 from ..messages import Rendered, UserInput
@@ -22,15 +24,7 @@ _EXCERPT_LEAD_SUMMARY = "Current summary:\n\n"
 _EXCERPT_FOLD = "\n\nNew conversation excerpt to fold into it:\n\n"
 _EXCERPT_TAIL = "\nReply with the updated summary."
 _SPEAKER_LINE = re.compile(r"^(User|Agent|\[tool result\]) ?:? ?(.*)$")
-
-
-@dataclass
-class _Sentence:
-    text: str
-    speaker: str
-    position: int
-    prior: bool
-    score: float = 0.0
+_QUOTED = re.compile(r"`([^`]*)`")
 
 
 def _parse_request(rendered: Rendered) -> tuple[str, list[tuple[str, str]]]:
@@ -80,7 +74,10 @@ def _parse_own_summary(summary: str) -> tuple[dict[str, list[str]], list[tuple[s
     for line in summary.splitlines():
         head, sep, rest = line.partition(": ")
         if not in_notes and sep and head in _LABEL_OF:
-            arts[_LABEL_OF[head]].extend(x.replace("\u02cb", "`") for x in re.findall(r"`([^`]*)`", rest))
+            values = _QUOTED.findall(rest)
+            if "\u02cb" in rest:
+                values = [x.replace("\u02cb", "`") for x in values]
+            arts[_LABEL_OF[head]].extend(values)
         elif line.strip() == _NOTES:
             in_notes = True
         elif line.startswith("- "):
@@ -92,6 +89,68 @@ def _parse_own_summary(summary: str) -> tuple[dict[str, list[str]], list[tuple[s
         elif line.strip() and not line.startswith("(") and not (sep and head in _LABEL_OF):
             notes.append(("Agent", line.strip()))
     return arts, notes
+
+
+def _render(by: dict[str, Collection[str]]) -> str:
+    """The artifact block: one line per category, the values in backticks (a backtick in a
+    value written as "\u02cb")."""
+    lines = []
+    for c, vs in by.items():
+        if not vs:
+            continue
+        body = "`, `".join(vs)
+        if body.count("`") != 2 * (len(vs) - 1):  # rare: a value holds a backtick
+            body = "`, `".join(v.replace("`", "\u02cb") for v in vs)
+        lines.append(f"{_LABELS[c]}: `{body}`")
+    return "\n".join(lines)
+
+
+def _rendered_length(by: dict[str, Collection[str]]) -> int:
+    """``len(_render(by))`` without writing it: a long session's artifacts are mostly over
+    ``max_chars``, and then only the ones kept are written out. Per category "Label: " and
+    "`v`" joined by ", "; categories joined by a newline; "\u02cb" for "`" keeps the length."""
+    n = 0
+    lines = 0
+    for c, vs in by.items():
+        if vs:
+            n += len(_LABELS[c]) + sum(map(len, vs)) + 4 * len(vs)
+            lines += 1
+    return n + lines - 1 if lines else 0
+
+
+@functools.lru_cache(maxsize=8192)
+def _mentions(text: str) -> tuple[tuple[tuple[str, str], ...], tuple[int, ...], tuple[tuple[str, tuple[str, ...]], ...]]:
+    """The artifacts of ``text`` (not decisions) as (category, value) keys in `_LABELS`
+    order, the offset of each one's last mention, and the values per category. Cached: a
+    fold reads every previous note again."""
+    found = _extract_ordered(text, decisions=False)
+    keys: list[tuple[str, str]] = []
+    offsets: list[int] = []
+    per_category = []
+    for category in _LABELS:
+        values = found[category]
+        if values:
+            per_category.append((category, tuple(values)))
+            keys.extend(zip(repeat(category), values))
+            offsets.extend(map(text.rfind, values))
+    return tuple(keys), tuple(offsets), tuple(per_category)
+
+
+@functools.lru_cache(maxsize=8192)
+def _clipped_sentences(text: str, clip: int) -> tuple[str, ...]:
+    return tuple(_clip(s, clip) for s in _sentences(text))
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _features(text: str) -> tuple[set[str], str, float, bool, bool]:
+    """What a sentence's salience needs from its text alone: its content words (the set
+    itself, so a sum over it runs in the same order every time; never changed), its
+    lower-cased text (repeats are dropped), the artifact bonus, and whether it states a
+    decision and reads as an error. Cached: a fold scores the previous notes again, and
+    the replays of one conversation score the same sentences."""
+    found = _extract_ordered(text, decisions=False)
+    return (content_words(text), text.lower(), 1.5 * min(3, sum(len(v) for v in found.values())),
+            bool(_DECISION.search(text)), bool(_ERRORISH.search(text)))  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -145,119 +204,124 @@ class ExtractiveDistiller:
         prior_arts, prior_notes = _parse_own_summary(prior) if prior else ({c: [] for c in _LABELS}, [])
 
         # artifacts, with the place of their last mention (segment, offset): recency decides
-        # which go when they do not all fit
+        # which go when they do not all fit; the dict's order is the order of first mention
         last_seen: dict[tuple[str, str], tuple[int, int]] = {}
-        order: list[tuple[str, str]] = []
-
-        def see(category: str, value: str, where: tuple[int, int]) -> None:
-            key = (category, value)
-            if key not in last_seen:
-                order.append(key)
-            last_seen[key] = where
-
+        by: dict[str, dict[str, None]] = {c: {} for c in _LABELS}  # the same, per category
         k = 0
         for category, values in prior_arts.items():
-            for v in values:
-                see(category, v, (-1, k))
-                k += 1
-        for seg, (speaker, text) in enumerate([("Agent", t) for _, t in prior_notes] + segments):
-            found = _extract_ordered(text, decisions=False)
-            for category in _LABELS:
-                for v in found[category]:
-                    see(category, v, (seg, text.rfind(v)))
+            if values:
+                last_seen.update(zip(zip(repeat(category), values), zip(repeat(-1), range(k, k + len(values)))))
+                by[category].update(dict.fromkeys(values))
+                k += len(values)
+        for seg, text in enumerate([t for _, t in prior_notes] + [t for _, t in segments]):
+            keys, offsets, per_category = _mentions(text)
+            if keys:
+                last_seen.update(zip(keys, zip(repeat(seg), offsets)))
+                for category, values in per_category:
+                    by[category].update(zip(values, repeat(None)))
 
-        sentences: list[_Sentence] = []
-        for speaker, text in prior_notes:
-            sentences.append(_Sentence(_clip(text, self.max_sentence_chars), speaker, len(sentences), True))
-        for speaker, text in segments:
-            if speaker == "Call":
-                continue  # "[called tool X] {...}": its artifacts are listed already
-            for s in _sentences(text):
-                sentences.append(_Sentence(_clip(s, self.max_sentence_chars), speaker, len(sentences), False))
-
-        artifact_block, omitted = self._artifact_block(order, last_seen)
+        artifact_block, omitted = self._artifact_block(by, last_seen)
         budget = self.max_chars - len(artifact_block) - len(_NOTES) - 2
         if omitted:
             budget = 0
-        notes = self._select(sentences, budget)
+        notes = self._select(*self._candidates(prior_notes, segments), budget) if budget > 0 else []
         parts = [artifact_block] if artifact_block else []
         if omitted:
             parts.append(f"({omitted} older artifacts omitted)")
         if notes:
             parts.append(_NOTES)
-            parts.extend(f"- {s.speaker}: {s.text}" for s in notes)
+            parts.extend(f"- {speaker}: {text}" for speaker, text in notes)
         return "\n".join(parts)
 
+    def _candidates(
+        self, prior_notes: list[tuple[str, str]], segments: list[tuple[str, str]]
+    ) -> tuple[list[str], list[str], int]:
+        """The sentences a summary may quote (clipped), their speakers, and how many of them
+        come first from the previous notes; the excerpt's follow in order."""
+        clip = self.max_sentence_chars
+        texts = [_clip(text, clip) for _, text in prior_notes]
+        speakers = [speaker for speaker, _ in prior_notes]
+        for speaker, text in segments:
+            if speaker == "Call":
+                continue  # "[called tool X] {...}": its artifacts are listed already
+            clipped = _clipped_sentences(text, clip)
+            texts.extend(clipped)
+            speakers.extend(repeat(speaker, len(clipped)))
+        return texts, speakers, len(prior_notes)
+
     def _artifact_block(
-        self, order: list[tuple[str, str]], last_seen: dict[tuple[str, str], tuple[int, int]]
+        self, by: dict[str, dict[str, None]], last_seen: dict[tuple[str, str], tuple[int, int]]
     ) -> tuple[str, int]:
-        def render(keys: Iterable[tuple[str, str]]) -> str:
-            by: dict[str, list[str]] = {c: [] for c in _LABELS}
-            for category, value in keys:
-                by[category].append(value)
-            return "\n".join(
-                f"{_LABELS[c]}: " + ", ".join("`" + v.replace("`", "\u02cb") + "`" for v in vs)
-                for c, vs in by.items()
-                if vs
-            )
-
-        block = render(order)
-        if len(block) <= self.max_chars:
-            return block, 0
-        # keep the most recently mentioned artifacts that fit, in their original order
-        ranked = [k for _, _, k in sorted(((last_seen[key], -k, k) for k, key in enumerate(order)), reverse=True)]
+        if _rendered_length(by) <= self.max_chars:
+            return _render(by), 0
+        # keep the most recently mentioned artifacts that fit, in their original order (the
+        # order of first mention, which is last_seen's); ties go to the first mentioned
+        order = list(last_seen)
+        n = len(order)
+        # newest mention first, ties to the first mentioned: one int per artifact sorts much
+        # faster than the (segment, offset) tuples it encodes (offsets are >= -1)
+        wide = 2 + max(off for _, off in last_seen.values())
+        ranked = sorted([((seg + 1) * wide + off + 1) * n + n - 1 - k for k, (seg, off) in enumerate(last_seen.values())],
+                        reverse=True)  # fmt: skip
         room = self.max_chars - 40 - 15 * len(_LABELS)
-        keep: set[int] = set()
+        keys = [n - 1 - r % n for r in ranked]
+        costs = [len(order[k][1]) + 4 for k in keys]
+        # the cheapest artifact from here on: once even that does not fit, the rest are skipped
+        cheapest = list(accumulate(reversed(costs), min))[::-1]
+        keep: list[int] = []
         used = 0
-        for k in ranked:
-            cost = len(order[k][1]) + 4
-            if used + cost > room:
-                continue
-            keep.add(k)
-            used += cost
-        return render(order[k] for k in sorted(keep)), len(order) - len(keep)
+        for i, k in enumerate(keys):
+            if used + cheapest[i] > room:
+                break
+            cost = costs[i]
+            if used + cost <= room:
+                keep.append(k)
+                used += cost
+        kept: dict[str, list[str]] = {c: [] for c in _LABELS}
+        for k in sorted(keep):
+            category, value = order[k]
+            kept[category].append(value)
+        return _render(kept), n - len(keep)
 
-    def _select(self, sentences: list[_Sentence], budget: int) -> list[_Sentence]:
-        if budget <= 0 or not sentences:
+    def _select(self, texts: list[str], speakers: list[str], priors: int, budget: int) -> list[tuple[str, str]]:
+        """(speaker, text) of the most salient sentences that fit ``budget``, in order; the
+        first ``priors`` are the previous summary's notes."""
+        if budget <= 0 or not texts:
             return []
-        tf: Counter[str] = Counter()
-        words_of: list[set[str]] = []
-        for s in sentences:
-            words = content_words(s.text)
-            words_of.append(words)
-            tf.update(words)
+        features = list(map(_features, texts))
+        tf_of = Counter(chain.from_iterable(f[0] for f in features)).__getitem__
         seen_text: set[str] = set()
-        for s, words in zip(sentences, words_of):
-            key = s.text.lower()
+        ranked: list[tuple[float, int]] = []  # (-score, position)
+        # the arithmetic, and its order, is the original's: equal scores must stay equal
+        for i, (words, key, artifacts, decision, error) in enumerate(features):
             if key in seen_text:
-                s.score = -math.inf
-                continue
+                continue  # a repeat
             seen_text.add(key)
-            score = sum(math.log1p(tf[w]) for w in words) / math.sqrt(1 + len(words))
-            found = _extract_ordered(s.text, decisions=False)
-            score += 1.5 * min(3, sum(len(v) for v in found.values()))
-            if _DECISION.search(s.text):
+            score = sum(map(math.log1p, map(tf_of, words))) / math.sqrt(1 + len(words))
+            score += artifacts
+            if decision:
                 score += 10.0  # decisions and constraints go first: they are what a summary is for
-            error = bool(_ERRORISH.search(s.text))
             if error:
                 score += 2.0
-            if s.speaker == "User":
+            speaker = speakers[i]
+            if speaker == "User":
                 score += 1.5
-            elif s.speaker == "Tool" and not error:
+            elif speaker == "Tool" and not error:
                 score -= 1.5
             if len(words) < 3:
                 score -= 1.5
-            if s.prior:
+            if i < priors:
                 score += 0.5
-            s.score = score
-        ranked = sorted((s for s in sentences if s.score > -math.inf), key=lambda s: (-s.score, s.position))
-        chosen: list[_Sentence] = []
+            ranked.append((-score, i))
+        ranked.sort()
+        costs = [len(texts[i]) + len(speakers[i]) + 5 for _, i in ranked]
+        cheapest = list(accumulate(reversed(costs), min))[::-1]
+        chosen: list[int] = []
         used = 0
-        for s in ranked:
-            cost = len(s.text) + len(s.speaker) + 5
-            if used + cost > budget:
-                continue
-            chosen.append(s)
-            used += cost
-        return sorted(chosen, key=lambda s: s.position)
-
+        for k, (_, i) in enumerate(ranked):
+            if used + cheapest[k] > budget:
+                break  # not even the shortest one left fits
+            if used + costs[k] <= budget:
+                chosen.append(i)
+                used += costs[k]
+        return [(speakers[i], texts[i]) for i in sorted(chosen)]
