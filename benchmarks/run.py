@@ -14,7 +14,7 @@ langchain   LangChain ``trim_messages`` at every request / harpe_lab's SlidingWi
 journal     ``Journal.stream`` over a large journal / bare orjson (and / ``json``), with
             the journal benchmark's generator and subprocess timer (`benchmarks.journal`)
 scale       one sweep (over 20 s on one core) on 1 worker / on 2, and / on dask's
-            LocalCluster of 2 workers, / on a ProcessPoolExecutor (`benchmarks.scale`)
+            LocalCluster of 2 workers (`benchmarks.scale`)
 dashboard   the Explorer's redraw after a slider change at 1,000 requests, in ms
             (`benchmarks/widgets.py`, run as a subprocess and its report read)
 cache       cache-aware cost against the usage real Claude Code sessions recorded (median
@@ -97,9 +97,9 @@ class Sizes:
 
 
 FULL = Sizes(reps=5, floor_tokens=1_000_000, lc_requests=600, lc_turns=2_000, lc_long_turns=300, journal_mb=300,
-             scale_conversations=10, scale_turns=300, dashboard_requests=1_000, dashboard_moves=40, burn=4_000_000)
+             scale_conversations=24, scale_turns=150, dashboard_requests=1_000, dashboard_moves=40, burn=4_000_000)
 QUICK = Sizes(reps=3, floor_tokens=200_000, lc_requests=150, lc_turns=400, lc_long_turns=60, journal_mb=40,
-              scale_conversations=4, scale_turns=150, dashboard_requests=1_000, dashboard_moves=10, burn=1_000_000,
+              scale_conversations=6, scale_turns=100, dashboard_requests=1_000, dashboard_moves=10, burn=1_000_000,
               peers_turns=80)
 TINY = Sizes(reps=1, floor_tokens=4_000, lc_requests=12, lc_turns=12, lc_long_turns=4, journal_mb=1,
              scale_conversations=2, scale_turns=6, dashboard_requests=20, dashboard_moves=2, burn=10_000, slow=None,

@@ -1,27 +1,28 @@
 """Scale-out: one `harpe_lab.sweep.sweep` on 1 and 2 worker processes, and on dask.
 
 The same sweep — many generated conversations × three strategies × two budgets, over 20 s
-of replaying on one core — runs with ``workers=1`` (in this process), ``workers=2`` (its
-own fork pool), on a ``ProcessPoolExecutor(2)`` (the generic executor path: everything
-pickled) and on a ``dask.distributed`` ``LocalCluster`` of 2 single-threaded worker
-processes, passed to ``sweep`` as the client itself — the code a user runs against a real
-cluster's scheduler address. Pools are started inside the timed region, as a user's sweep
-would; the dask cluster is started once, untimed, and warmed up (imports, the BPE file).
-Every run must return the same table. Goals: 2 workers ≥ 1.8× one worker; dask with 2
-workers ≥ 1.6× one worker.
+of replaying on one core — runs with ``workers=1`` (in this process) and ``workers=2`` (its
+own fork pool, started inside the timed region as a user's sweep would), interleaved. Then
+a ``dask.distributed`` ``LocalCluster`` of 2 single-threaded worker processes is started
+(untimed, and warmed up: imports, the BPE file) and the sweep runs on it — the client
+passed to ``sweep`` as the executor, the code a user runs against a real cluster's
+scheduler address — interleaved with ``workers=1`` again, so both sides of that ratio ran
+with the cluster up. Every run must return the same table. Goals: 2 workers ≥ 1.8× one
+worker; dask with 2 workers ≥ 1.6× one worker.
 
 Every timed run starts cold: harpe_lab's process-wide memos (an offline distiller's
 per-text extraction, the warm counter a worker keeps) are cleared in this process and on
 the dask workers first, so no repetition is helped by the one before.
 
-On a shared machine the wall-time ratios measure the neighbours too, so two more figures
-come from CPU time, which they barely touch: a pure-CPU burn on 1 and 2 processes (the
-parallelism the machine offered while the sweeps ran), and an *idle-machine estimate* of
-the 2-worker ratio from the CPU seconds each process spent (``frame.attrs["cpu_seconds"]``)
-and this process's own CPU during the run (serial work: forking, collecting rows):
+On a shared machine the wall-time ratios measure the neighbours too; two more figures help
+read them: a pure-CPU burn on 1 and 2 processes, timed beside the sweeps (the parallelism
+the machine offered meanwhile), and an *idle-machine estimate* of the 2-worker ratio from CPU
+time, which the neighbours barely touch — the CPU seconds each worker spent replaying
+(``frame.attrs["cpu_seconds"]``, so the imbalance between them counts) and this process's
+own CPU during the run (the serial part: forking, handing out chunks, collecting rows):
 ``T1 / max(slowest worker, (all workers + parent) / 2)``.
 
-The factories are module-level functions, so a plain process pool can pickle them.
+The factories are module-level functions, so a plain process pool could pickle them too.
 
     .venv/bin/python -m benchmarks.scale [--reps 3] [--quick] [--no-dask]
 """
@@ -141,14 +142,6 @@ def _warm(conversation: Any) -> None:
     forget()
 
 
-def _pool(workers: int, convs: list[Any]) -> Callable[[], Any]:
-    def go() -> Any:
-        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
-            return _sweep(convs, pool)
-
-    return go
-
-
 def _cold(make: Callable[[], Callable[[], Any]], client: Any = None) -> Callable[[], Callable[[], Any]]:
     """A case's prepare step: forget the memos (here and on the dask workers), then build."""
 
@@ -174,30 +167,17 @@ def _estimate(one_cpu: float, cpu: dict[str, float], parent_cpu: float, cores: i
     return one_cpu / wall, detail
 
 
-def run(*, reps: int = 3, count: int = 10, turns: int = 300, dask: bool = True, burn_n: int = 4_000_000) -> list[Row]:
-    """Time the sweep on 1 and 2 processes, on a plain process pool and on dask; return
-    table rows, with the CPU-time figures that say what an idle machine would show."""
+def run(*, reps: int = 3, count: int = 24, turns: int = 150, dask: bool = True, burn_n: int = 4_000_000) -> list[Row]:
+    """Time the sweep on 1 and 2 processes, then on dask (beside one worker again, with
+    the cluster up); return table rows, with the figures that say what an idle machine
+    would show."""
 
     convs = conversations(count, turns)
     _warm(convs[0])
     tasks = count * len(STRATEGIES) * len(GRID["budget"])
     log(f"scale-out: {tasks} replays ({count} conversations of {turns} turns × {len(STRATEGIES)} strategies × "
         f"{len(GRID['budget'])} budgets)")  # fmt: skip
-    cases: dict[str, Any] = {
-        "1 worker": _cold(lambda: functools.partial(_sweep, convs, None, 1)),
-        "2 workers": _cold(lambda: functools.partial(_sweep, convs, None, 2)),
-        "pool 2": _cold(lambda: _pool(2, convs)),
-        "burn 1": lambda: _burn(1, burn_n),
-        "burn 2": lambda: _burn(2, burn_n),
-    }
-    client = cluster = None
-    if dask:
-        from dask.distributed import Client, LocalCluster
-
-        cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
-        client = Client(cluster)
-        _sweep(convs[:2], client)  # warm-up: imports and BPE loading in the workers
-        cases["dask 2"] = _cold(lambda: functools.partial(_sweep, convs, client), client)
+    one_worker = _cold(lambda: functools.partial(_sweep, convs, None, 1))
     reference: list[Any] = []
     seen: dict[str, list[tuple[Any, float]]] = {}
 
@@ -212,29 +192,38 @@ def run(*, reps: int = 3, count: int = 10, turns: int = 300, dask: bool = True, 
         elif not table.equals(reference[0]):
             raise AssertionError(f"scale-out: the sweep on {name} returned a different table")
 
-    try:
-        timings = interleaved(cases, reps, check=check, progress="scale-out", clock=time.perf_counter)
-    finally:
-        if client is not None:
-            client.close()
-            cluster.close()
+    # first without dask: an idle LocalCluster's scheduler (in this process) and workers
+    # take a few percent of a core between them, which would slow every other case
+    timings = interleaved({
+        "1 worker": one_worker,
+        "2 workers": _cold(lambda: functools.partial(_sweep, convs, None, 2)),
+        "burn 1": lambda: _burn(1, burn_n),
+        "burn 2": lambda: _burn(2, burn_n),
+    }, reps, check=check, progress="scale-out", clock=time.perf_counter)  # fmt: skip
     one = timings.median("1 worker")
     one_cpu = median([sum(cpu.values()) for cpu, _ in seen["1 worker"]])
     b1, b2 = timings.median("burn 1"), timings.median("burn 2")
     rows = []
 
-    def ratio(case: str, what: str, goal: Goal | None, how: str) -> None:
-        t = timings.median(case)
-        rows.append(Row("4 scale-out", what, one / t, goal=goal, reps=timings.reps(case),
-                        detail=f"{one:.2f} s / {t:.2f} s wall; {tasks} replays; {how}"))  # fmt: skip
+    def ratio(base: float, t: float, what: str, goal: Goal | None, reps: int, how: str) -> None:
+        rows.append(Row("4 scale-out", what, base / t, goal=goal, reps=reps,
+                        detail=f"{base:.2f} s / {t:.2f} s wall; {tasks} replays; {how}"))  # fmt: skip
 
-    ratio("2 workers", "sweep(workers=1) / sweep(workers=2) (its own fork pool)", SCALE_GOAL,
-          "conversations, factories and counter inherited by the forked workers")
+    ratio(one, timings.median("2 workers"), "sweep(workers=1) / sweep(workers=2) (its own fork pool)", SCALE_GOAL,
+          timings.reps("2 workers"), "conversations, factories and counter inherited by the forked workers")
     if dask:
-        ratio("dask 2", "sweep(workers=1) / sweep(executor=Client(LocalCluster(2 workers)))", DASK_GOAL,
-              "each chunk's conversation pickled once; cluster started and warmed up untimed")
-    ratio("pool 2", "sweep(workers=1) / sweep(executor=ProcessPoolExecutor(2))", None,
-          "each chunk's conversation pickled once; pool started inside the timed run")
+        import dask.distributed
+
+        with dask.distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                           dashboard_address=None) as cluster, dask.distributed.Client(cluster) as client:
+            _sweep(convs[:2], client)  # warm-up: imports and BPE loading in the workers
+            beside = interleaved({"1 worker": one_worker,
+                                  "dask 2": _cold(lambda: functools.partial(_sweep, convs, client), client)},
+                                 reps, check=check, progress="scale-out on dask", clock=time.perf_counter)  # fmt: skip
+        ratio(beside.median("1 worker"), beside.median("dask 2"),
+              "sweep(workers=1) / sweep(executor=Client(LocalCluster(2 workers)))", DASK_GOAL, beside.reps("dask 2"),
+              "one worker timed beside dask, with the cluster up; each chunk's conversation pickled once; "
+              "cluster started and warmed up untimed")  # fmt: skip
     estimates = [_estimate(one_cpu, cpu, parent_cpu) for cpu, parent_cpu in seen["2 workers"]]
     middle = sorted(estimates, key=lambda e: e[0])[len(estimates) // 2]
     rows.append(Row("4 scale-out", "idle-machine estimate of sweep(workers=1) / sweep(workers=2), from CPU time",
@@ -253,7 +242,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-dask", action="store_true")
     args = parser.parse_args(argv)
     if args.quick:
-        rows = run(reps=3, count=4, turns=150, dask=not args.no_dask, burn_n=1_000_000)
+        rows = run(reps=3, count=6, turns=100, dask=not args.no_dask, burn_n=1_000_000)
     else:
         rows = run(reps=args.reps, dask=not args.no_dask)
     print(format_table(rows))

@@ -18,7 +18,7 @@ chunk is what a worker is given: a conversation's replays then share one process
 its messages are counted once and an offline distiller's per-text memo is reused, and the
 conversation travels once per chunk rather than once per replay. When there are fewer than
 four conversations per worker, the largest chunks are halved until there are enough to
-keep every worker busy. Chunks are handed out largest first (messages × replays), so the
+keep every worker busy. Chunks are handed out largest first (characters × replays), so the
 ones still running at the end are small ones.
 
 **The default pool.** ``workers`` processes (one per usable core) started with ``fork``:
@@ -63,6 +63,7 @@ import time
 from concurrent.futures import Executor, ProcessPoolExecutor
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+from ._text import message_chars
 from .conversation import Conversation
 from .errors import StrategyError
 from .replay import replay
@@ -203,7 +204,7 @@ def sweep(
         executor = executor.get_executor(pure=False)
     points = grid_points(grid)
     tasks = [(ci, name, p) for ci in range(len(convs)) for name in strategies for p in points]
-    sizes = [sum(1 for _ in c.messages()) for c in convs]
+    sizes = [sum(map(message_chars, c.messages())) for c in convs]  # a replay's cost grows with its text
     tools = tuple(tools)
     n = 1 if executor is None and workers == 1 else workers or _usable_cores()
     chunks = _chunks(sizes, tasks, n)

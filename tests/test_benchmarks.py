@@ -62,7 +62,7 @@ class TestTinyRun:
     @pytest.mark.parametrize(
         "section, rows",
         [("1 floor", len(PRESETS) + sum("distill" in p.needs for p in PRESETS.values())),
-         ("1 scaling", len(PRESETS)), ("3 journal", 2), ("4 scale-out", 5 if HAS_DASK else 4),
+         ("1 scaling", len(PRESETS)), ("3 journal", 2), ("4 scale-out", 4 if HAS_DASK else 3),
          ("7 peers", sum(p.available() for p in PAIRS) + (not all(p.available() for p in PAIRS))),
          pytest.param("2 LangChain", 4, marks=needs_langchain)],
     )  # fmt: skip
