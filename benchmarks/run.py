@@ -253,7 +253,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reps", type=int, default=None, help="repetitions per measurement (default 5; --quick 3)")
     parser.add_argument("--no-dask", action="store_true", help="skip the dask LocalCluster run")
     parser.add_argument("--out", type=Path, default=RESULTS, help=f"where to write the table (default {RESULTS})")
-    parser.add_argument("--reruns", type=int, default=RERUNS,
+    parser.add_argument("--reruns", type=int, default=None,
                         help=f"times a section is run again when the load before it was above the usable cores "
                              f"(default {RERUNS}; 0 with --tiny)")  # fmt: skip
     args = parser.parse_args(argv)
@@ -266,7 +266,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.reps < 1:
             parser.error(f"--reps must be >= 1, got {args.reps}")
         sizes = replace(sizes, reps=args.reps)
-    if args.reruns < 0:
+    if args.reruns is not None and args.reruns < 0:
         parser.error(f"--reruns must be >= 0, got {args.reruns}")
 
     info = machine()
@@ -288,7 +288,7 @@ def main(argv: list[str] | None = None) -> int:
     failed = False
     started = time.perf_counter()
     cores = usable_cores()
-    reruns = 0 if args.tiny else args.reruns
+    reruns = args.reruns if args.reruns is not None else 0 if args.tiny else RERUNS
     loads: list[tuple[str, list[float], int]] = []  # section, load before each run, the run kept
     for name in wanted:
         runs: list[tuple[float, list[Row], list[str]]] = []  # load before, rows, Markdown extras

@@ -111,6 +111,19 @@ class TestTinyRun:
         for _, load, kept, runs in listed:
             assert float(load) >= 0 and (kept, runs) == ("1", "1")  # --tiny never runs a section again
 
+    def test_a_section_run_on_a_busy_machine_is_run_again_and_the_quietest_kept(self, tmp_path):
+        import os
+
+        done, results = _run(tmp_path, "--sections", "journal", "--reruns", "1")
+        assert done.returncode == 0, done.stderr[-3000:]
+        (loads, kept, runs), = re.findall(r"^- \*\*3 journal\*\*: ([0-9., ]+) \(run (\d) of (\d) kept", results,
+                                          re.MULTILINE)  # fmt: skip
+        before = [float(x) for x in loads.split(", ")]
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+        assert len(before) == int(runs) == (2 if before[0] > cores else 1)
+        assert before[int(kept) - 1] == min(before)
+        assert len(_rows(results, "3 journal")) == 2  # the rows of one run, not of both
+
     def test_the_results_name_the_machine(self, run):
         _, results = run
         for key in ("**date**", "**cpu**", "**cores**", "**python**"):
