@@ -5,9 +5,11 @@ from __future__ import annotations
 import functools
 import math
 import re
+from bisect import bisect_right
 from collections import Counter
 from dataclasses import dataclass
 from itertools import accumulate, chain, repeat
+from operator import itemgetter
 from typing import Collection
 
 from ..errors import StrategyError
@@ -255,28 +257,26 @@ class ExtractiveDistiller:
         if _rendered_length(by) <= self.max_chars:
             return _render(by), 0
         # keep the most recently mentioned artifacts that fit, in their original order (the
-        # order of first mention, which is last_seen's); ties go to the first mentioned
+        # order of first mention, which is last_seen's): newest mention first, and the sort
+        # being stable (reverse=True included), ties go to the first mentioned
         order = list(last_seen)
         n = len(order)
-        # newest mention first, ties to the first mentioned: one int per artifact sorts much
-        # faster than the (segment, offset) tuples it encodes (offsets are >= -1)
-        wide = 2 + max(off for _, off in last_seen.values())
-        ranked = sorted([((seg + 1) * wide + off + 1) * n + n - 1 - k for k, (seg, off) in enumerate(last_seen.values())],
-                        reverse=True)  # fmt: skip
+        keys = sorted(range(n), key=list(last_seen.values()).__getitem__, reverse=True)
         room = self.max_chars - 40 - 15 * len(_LABELS)
-        keys = [n - 1 - r % n for r in ranked]
-        costs = [len(order[k][1]) + 4 for k in keys]
-        # the cheapest artifact from here on: once even that does not fit, the rest are skipped
+        lengths = list(map(len, map(itemgetter(1), order)))
+        costs = [c + 4 for c in map(lengths.__getitem__, keys)]
+        # while the running total fits, every one is kept; after that, the greedy pass skips
+        # what does not fit, and stops once not even the cheapest one left would
+        fit = bisect_right(list(accumulate(costs)), room)
+        keep = keys[:fit]
+        used = sum(costs[:fit])
         cheapest = list(accumulate(reversed(costs), min))[::-1]
-        keep: list[int] = []
-        used = 0
-        for i, k in enumerate(keys):
+        for i in range(fit, n):
             if used + cheapest[i] > room:
                 break
-            cost = costs[i]
-            if used + cost <= room:
-                keep.append(k)
-                used += cost
+            if used + costs[i] <= room:
+                keep.append(keys[i])
+                used += costs[i]
         kept: dict[str, list[str]] = {c: [] for c in _LABELS}
         for k in sorted(keep):
             category, value = order[k]
