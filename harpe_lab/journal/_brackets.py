@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Iterator, Mapping, NamedTuple
 
-from ..messages import Message, UserInput
+from ..messages import AssistantMessage, Message, UserInput
 from . import _codec
 from ._codec import CONTAINERS, inexact
 from ._envelope import Line, exact_fields, turn_ids
@@ -26,7 +26,8 @@ from ._sessionlog import SessionLog
 __all__ = ["Assembler"]
 
 _NO_TURN = 1 << 30
-_REQUEST, _RESPONSE, _END, _USAGE, _OLD_USAGE = Kind.REQUEST, Kind.RESPONSE, Kind.END, Kind.USAGE, Kind.OLD_USAGE
+_REQUEST, _RESPONSE, _MESSAGE, _END = Kind.REQUEST, Kind.RESPONSE, Kind.MESSAGE, Kind.END
+_USAGE, _OLD_USAGE = Kind.USAGE, Kind.OLD_USAGE
 _TP_LEN = len(TURN_PREFIX)
 _new_item = tuple.__new__  # Item._make without the lookup: an Item from a plain tuple
 
@@ -50,6 +51,32 @@ class _Turn(NamedTuple):
     metering: bool
     turn_id: str
     terminated: bool
+
+
+class _Eager(NamedTuple):
+    """What `Assembler.run` took of a bracket's own turn as its records came (see there)."""
+
+    user: UserInput | None
+    pending: list[Message]
+    late: list[Item]
+    """Own messages after the first not of a common shape, decoded at the response."""
+    end: Item | None
+    own: list[Any]
+    """Usage rows of the turn's own replies: a `Usage`, or an `Item` to decode."""
+    other: list[Any]
+    metering: bool
+    nested: list[Item]
+    """Records of nested turns (for the scope order)."""
+
+
+def _go_eager(span: list[Item]) -> tuple[list[Item], bool]:
+    """The bracket's turn is now known for good, so nothing in ``span`` is its own: the
+    usage rows held become the bracket's *other* rows (returned, with whether one is a
+    ``harpe.metering.usage``) and ``span`` keeps only nested turns' records."""
+    other = [item for item in span if item.kind >= _USAGE]
+    metering = any(item.kind == _USAGE for item in other)
+    span[:] = [item for item in span if item.kind < _USAGE and len(item.turns) > 1]
+    return other, metering
 
 
 class Assembler:
@@ -85,14 +112,33 @@ class Assembler:
 
         The one per-line path of every reader, so it is kept lean: the open bracket's
         span, its shortest turn-id list and that list's length live in locals, and a line
-        inside a bracket is dealt with in place (see benchmarks/journal.py)."""
+        inside a bracket is dealt with in place (see benchmarks/journal.py).
+
+        Once the open bracket's turn is known for good — a record with one turn id, as the
+        turn's own records are in every journal with turn scopes — its records are taken
+        as they come (*eager*): messages and usage rows of the common shapes are built at
+        once (`_codec.common`), the others kept as `Item` s and decoded when the response
+        arrives, exactly as `_by_turn_id` would (so a bad record is reported at the same
+        point, and never in a bracket that does not close). After the first own message
+        that is not of a common shape, the bracket's later own messages wait too, so the
+        turn's messages keep their order."""
         if self.validate_all:
             lines = self._validated(lines)
         kind_of = KIND.get
         new_item = _new_item
+        common, common_usage, calls_inexact = _codec.common, _codec.common_usage, _codec.calls_inexact
+        eager_ok = _codec.BARE and self.rows is None  # Journal.usage wants every row's line and time
         known: dict[str, tuple[str, ...]] = {}  # a scope string's turn ids, within one bracket
         span: list[Item] | None = None  # the open bracket's span (None: no bracket open)
         depth, key = _NO_TURN, ()  # the shortest turn-id list in the open bracket, and its length
+        eager = False
+        user: UserInput | None = None  # eager: the turn so far
+        pending: list[Message] = []
+        late: list[Item] = []  # eager: own messages after the first one not of a common shape
+        end: Item | None = None
+        own: list[Any] = []  # eager: usage rows, each a `Usage` or an `Item` to decode later
+        other: list[Any] = []
+        metering = False
         for line, gen, event, fields, ctx, t, raw in lines:
             kind = kind_of(event, 0)
             if kind == _OLD_USAGE and fields.get("inputTokens") is None and fields.get("outputTokens") is None:
@@ -108,9 +154,48 @@ class Assembler:
                             turns = known[s] = (s[_TP_LEN:],) if s.startswith(TURN_PREFIX) else ()
                     else:
                         turns = turn_ids(ctx)
-                    if turns and len(turns) < depth:
-                        depth, key = len(turns), turns
-                    span.append(new_item(Item, (kind, line, event, fields, turns, gen, t, raw)))
+                    if not eager:
+                        if turns and len(turns) < depth:
+                            depth, key = len(turns), turns
+                            if depth == 1 and eager_ok:
+                                eager, user, pending, late, end, own = True, None, [], [], None, []
+                                other, metering = _go_eager(span)
+                        if not eager:
+                            span.append(new_item(Item, (kind, line, event, fields, turns, gen, t, raw)))
+                            continue
+                    if turns == key:
+                        if kind == _MESSAGE and not late:
+                            m = common(fields)
+                            if m is not None and (type(m) is not AssistantMessage or raw is None
+                                                  or not m.calls or not calls_inexact(m.calls)):
+                                if type(m) is UserInput:
+                                    if user is None:
+                                        user = m  # a later user input of the same turn is dropped
+                                else:
+                                    pending.append(m)
+                                continue
+                            late.append(new_item(Item, (kind, line, event, fields, turns, gen, t, raw)))
+                        elif kind == _USAGE:
+                            metering = True
+                            u = common_usage(fields)
+                            own.append(new_item(Item, (kind, line, event, fields, turns, gen, t, raw))
+                                       if u is None else u)
+                        elif kind == _END:
+                            if end is None:
+                                end = new_item(Item, (kind, line, event, fields, turns, gen, t, raw))
+                        elif kind == _OLD_USAGE:
+                            own.append(new_item(Item, (kind, line, event, fields, turns, gen, t, raw)))
+                        else:  # an own message after an uncommon one, or a legacy ``started``
+                            late.append(new_item(Item, (kind, line, event, fields, turns, gen, t, raw)))
+                    elif kind == _USAGE:
+                        metering = True
+                        u = common_usage(fields)
+                        other.append(new_item(Item, (kind, line, event, fields, turns, gen, t, raw))
+                                     if u is None else u)
+                    elif kind == _OLD_USAGE:
+                        other.append(new_item(Item, (kind, line, event, fields, turns, gen, t, raw)))
+                    elif len(turns) > 1:  # a nested turn's record: it tells the scope order
+                        span.append(new_item(Item, (kind, line, event, fields, turns, gen, t, raw)))
                     continue
                 if kind == 0:
                     # only the shortest turn-id list matters, and none is shorter than 1
@@ -118,14 +203,21 @@ class Assembler:
                         turns = turn_ids(ctx)
                         if turns and len(turns) < depth:
                             depth, key = len(turns), turns
+                            if depth == 1 and eager_ok:
+                                eager, user, pending, late, end, own = True, None, [], [], None, []
+                                other, metering = _go_eager(span)
                     continue
             if kind == _REQUEST:
                 self._request(line, fields, t, raw)
-                span, depth, key = self.span, _NO_TURN, ()
+                span, depth, key, eager = self.span, _NO_TURN, (), False
                 known.clear()
             elif kind == _RESPONSE:
-                record = self._response(line, fields, t, raw, key if depth != _NO_TURN else None)
-                span = None
+                if eager:
+                    record = self._response(line, fields, t, raw, key,
+                                            _Eager(user, pending, late, end, own, other, metering, span))
+                else:
+                    record = self._response(line, fields, t, raw, key if depth != _NO_TURN else None)
+                span, eager = None, False
                 if record is not None:
                     yield record
             else:
@@ -184,15 +276,20 @@ class Assembler:
         self.span = []
 
     def _response(self, line: int, fields: Mapping[str, Any], t: Any, raw: bytes | None,
-                  key: tuple[str, ...] | None) -> TurnRecord | None:
+                  key: tuple[str, ...] | None, eager: _Eager | None = None) -> TurnRecord | None:
         """Close the open bracket; ``key``: its shortest turn-id list (``None``: no record in
-        it carries a turn scope)."""
+        it carries a turn scope); ``eager``: what `run` took of the turn already."""
         if not self.open:
             self.lines.note(line, "response without an open request; ignored (pairing is positional)", RESPONSE)
             return None
         span, self.span = self.span, []
         self.open = False
-        turn = self._by_turn_id(span, key) if key is not None else self._by_depth(span)
+        if eager is not None:
+            turn = self._eager_turn(eager, key)  # type: ignore[arg-type]
+        elif key is not None:
+            turn = self._by_turn_id(span, key)
+        else:
+            turn = self._by_depth(span)
         if turn is None:
             self.lines.note(self.request.line, f"the bracket closed at line {line} holds no turn (no user "
                                                "message of its own); Harpe records nothing for it", REQUEST)
@@ -255,6 +352,30 @@ class Assembler:
         # the turn's own id is its innermost scope: last when outermost-first (G5)
         turn_id = key[0] if (k == 1 or (self.inner_first and not self.outer_first)) else key[-1]
         return _Turn(outcome(user, pending, end, lines), own, other, metering, turn_id, end is not None)
+
+    def _eager_turn(self, taken: _Eager, key: tuple[str, ...]) -> _Turn | None:
+        """`_by_turn_id` for a bracket `run` read eagerly (its turn id list ``key`` has one
+        id): the rest of its loop, over the records it left for now."""
+        user, pending, late, end, own, other, metering, nested = taken
+        for item in nested:
+            turns = item.turns
+            if turns[0] == key[0]:
+                self.outer_first = True
+            elif turns[-1] == key[0]:
+                self.inner_first = True
+        lines = self.lines
+        for item in late:
+            m = decode(item, lines)
+            if m is None:
+                continue
+            if type(m) is UserInput:
+                if user is None:
+                    user = m
+            else:
+                pending.append(m)
+        if user is None:
+            return None
+        return _Turn(outcome(user, pending, end, lines), own, other, metering, key[0], end is not None)
 
     def _by_depth(self, span: list[Item]) -> _Turn | None:
         """§3.4: legacy depth counting, for brackets whose records carry no turn scope.

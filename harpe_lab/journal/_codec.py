@@ -12,8 +12,8 @@ from ._events import USAGE
 from ._problems import Bad, Inexact, show
 
 __all__ = [
-    "encode_message", "decode_message", "message", "usage", "as_user", "carries_tokens", "payload",
-    "error_detail", "inexact", "calls_inexact", "CONTAINERS", "EXACT_LIMIT"
+    "encode_message", "decode_message", "message", "common", "usage", "common_usage", "as_user", "carries_tokens",
+    "payload", "error_detail", "inexact", "calls_inexact", "CONTAINERS", "EXACT_LIMIT", "BARE"
 ]
 
 # --- exact numbers -------------------------------------------------------------------------
@@ -140,10 +140,58 @@ def decode_message(fields: Mapping[str, Any], *, strict: bool = True) -> Message
         raise JournalError(bad.reason) from None
 
 
+# --- building messages ----------------------------------------------------------------------
+#
+# The readers build a message object per record they read, and the frozen dataclasses'
+# ``__init__`` (one ``object.__setattr__`` per field, then ``__post_init__``) costs more than
+# decoding the record's fields: a quarter of a journal read. The fast paths below build them
+# as ``copy.copy`` does — a bare instance given its ``__dict__`` — with values already in
+# their final form (tuples, no defaults left out). `BARE` checks once that this gives the
+# same objects as the constructors; if a class ever changes (slots, a new field), it is off
+# and every message is built by its constructor.
+
+_new = object.__new__
+_set_dict = object.__setattr__
+
+
+def _bare(cls: type, values: dict[str, Any]) -> Any:
+    obj = _new(cls)
+    _set_dict(obj, "__dict__", values)
+    return obj
+
+
+def _bare_matches() -> bool:
+    try:
+        samples = (
+            (UserInput("t"), UserInput, {"text": "t", "attachments": (), "pinned": False}),
+            (ToolCall("i", "n", {}), ToolCall, {"id": "i", "name": "n", "input": {}}),
+            (AssistantMessage("t", ()), AssistantMessage, {"text": "t", "calls": (), "pinned": False}),
+            (ToolResult("i", "c", (), True), ToolResult, {"id": "i", "content": "c", "attachments": (), "success": True}),
+            (ToolResults(()), ToolResults, {"results": (), "pinned": False}),
+            (Usage(1, 2, 3, 4, "p", "m"), Usage, {"input_tokens": 1, "output_tokens": 2, "cache_read_tokens": 3,
+                                                  "cache_write_tokens": 4, "provider": "p", "model": "m"}),
+        )
+        return all(vars(made) == values and _bare(cls, dict(values)) == made for made, cls, values in samples)
+    except (TypeError, AttributeError):  # slots, or a constructor that wants more
+        return False
+
+
+BARE = _bare_matches()
+"""Whether messages and usage rows may be built bare (see above)."""
+
+
 def message(fields: Mapping[str, Any], strict: bool) -> Message:
-    """Decode a message; `Bad` when malformed. The first branch takes the common complete,
-    well-typed shapes (where strict and lenient agree); anything else, including every
-    error, goes through `_message_checked`."""
+    """Decode a message; `Bad` when malformed. `common` takes the complete, well-typed
+    shapes (where strict and lenient agree); anything else, including every error, goes
+    through `_message_checked`."""
+    m = common(fields) if BARE else None
+    return _message_checked(fields, strict) if m is None else m
+
+
+def common(fields: Mapping[str, Any]) -> Message | None:
+    """The message, when ``fields`` has one of the common shapes (every key present and
+    well typed, no attachments), built bare; otherwise ``None`` (never an error: `message`
+    says what is wrong). Only when `BARE`."""
     try:
         role = fields["role"]
         if role == "tool_results":
@@ -154,10 +202,13 @@ def message(fields: Mapping[str, Any], strict: bool) -> Message:
                     rid, content, atts, ok = r["id"], r["content"], r["attachments"], r["success"]
                     if (type(rid) is not str or type(content) is not str or type(ok) is not bool
                             or type(atts) is not list or atts):
-                        break
-                    out.append(ToolResult(rid, content, (), ok))
-                else:
-                    return ToolResults(tuple(out))
+                        return None
+                    m = _new(ToolResult)
+                    _set_dict(m, "__dict__", {"id": rid, "content": content, "attachments": (), "success": ok})
+                    out.append(m)
+                m = _new(ToolResults)
+                _set_dict(m, "__dict__", {"results": tuple(out), "pinned": False})
+                return m
         elif role == "assistant":
             text, calls = fields["text"], fields["calls"]
             if type(text) is str and type(calls) is list:
@@ -165,17 +216,39 @@ def message(fields: Mapping[str, Any], strict: bool) -> Message:
                 for c in calls:
                     cid, name, payload = c["id"], c["name"], c["input"]
                     if type(cid) is not str or type(name) is not str or type(payload) is not dict:
-                        break
-                    out.append(ToolCall(cid, name, payload))
-                else:
-                    return AssistantMessage(text, tuple(out))
+                        return None
+                    m = _new(ToolCall)
+                    _set_dict(m, "__dict__", {"id": cid, "name": name, "input": payload})
+                    out.append(m)
+                m = _new(AssistantMessage)
+                _set_dict(m, "__dict__", {"text": text, "calls": tuple(out), "pinned": False})
+                return m
         elif role == "user":
             text, atts = fields["text"], fields["attachments"]
             if type(text) is str and type(atts) is list and not atts:
-                return UserInput(text)
+                m = _new(UserInput)
+                _set_dict(m, "__dict__", {"text": text, "attachments": (), "pinned": False})
+                return m
     except (KeyError, TypeError):
         pass
-    return _message_checked(fields, strict)
+    return None
+
+
+def common_usage(fields: Mapping[str, Any]) -> Usage | None:
+    """A ``harpe.metering.usage`` row when every field is present and well typed, built
+    bare; otherwise ``None`` (`usage` says what is wrong). Only when `BARE`."""
+    try:
+        i, o, r, w, provider, model = (fields["inputTokens"], fields["outputTokens"], fields["cacheReadTokens"],
+                                       fields["cacheWriteTokens"], fields["provider"], fields["model"])
+    except KeyError:
+        return None
+    if (type(i) is int and type(o) is int and type(r) is int and type(w) is int and type(provider) is str
+            and type(model) is str):
+        u = _new(Usage)
+        _set_dict(u, "__dict__", {"input_tokens": i, "output_tokens": o, "cache_read_tokens": r,
+                                  "cache_write_tokens": w, "provider": provider, "model": model})
+        return u
+    return None
 
 
 def _message_checked(fields: Mapping[str, Any], strict: bool) -> Message:
@@ -232,14 +305,10 @@ def as_user(fields: Mapping[str, Any]) -> dict[str, Any]:
 def usage(event: str, fields: Mapping[str, Any], strict: bool) -> Usage:
     """A usage row: ``harpe.metering.usage`` is strict in four-key journals (Harpe's
     ``Usage.decode``); older token-carrying events are lenient."""
-    try:
-        i, o, r, w, provider, model = (fields["inputTokens"], fields["outputTokens"], fields["cacheReadTokens"],
-                                       fields["cacheWriteTokens"], fields["provider"], fields["model"])
-        if (type(i) is int and type(o) is int and type(r) is int and type(w) is int and type(provider) is str
-                and type(model) is str):
-            return Usage(i, o, r, w, provider, model)
-    except KeyError:
-        pass
+    if BARE:
+        u = common_usage(fields)
+        if u is not None:
+            return u
     strict = strict and event == USAGE
     return Usage(
         input_tokens=_get(fields, "inputTokens", int, strict, 0, ""),

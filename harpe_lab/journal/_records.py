@@ -213,11 +213,14 @@ def outcome(user: UserInput, messages: list[Message], end: Item | None, lines: L
     return TurnData(input=user, outcome="failed", error=detail)
 
 
-def usages(items: Sequence[Item], metering: bool, lines: Lines) -> tuple[Usage, ...]:
-    """Decode usage items. Older token events count only when the bracket has no
+def usages(items: Sequence[Item | Usage], metering: bool, lines: Lines) -> tuple[Usage, ...]:
+    """Decode usage items (a `Usage` among them is taken as it is). Older token events count only when the bracket has no
     ``harpe.metering.usage`` (``metering``), so no reply is counted twice."""
     out = []
     for item in items:
+        if type(item) is Usage:  # decoded as it was read (`Assembler.run`)
+            out.append(item)
+            continue
         if metering and item.kind != _USAGE:
             continue
         u = decode_usage(item, lines)
