@@ -88,6 +88,8 @@ class Preset:
     """What kind of `Limit` its strategies declare (``None``: no limit)."""
     note: str = ""
     """When another knob binds before the budget, or other caveats."""
+    source: str = ""
+    """Where its semantics come from: the specification, repository file or page read."""
     _make: Callable[..., Factory] = field(repr=False, compare=False)
 
     def knob(self, name: str) -> Knob:
@@ -331,15 +333,21 @@ def _reserve() -> Knob:
 
 
 _ALL = (
-    Preset(name="full", family="harpe", description="Harpe's FullContext: the whole transcript, every request",
+    Preset(name="full", family="harpe",
+           source='Harpe spec §4.4 (`harpe-format.md`)',
+           description="Harpe's FullContext: the whole transcript, every request",
            _make=_full),
     Preset(name="windowed", family="harpe",
+           source='Harpe spec §4.5',
            description="Harpe's WindowedContext: the newest whole turns that fit the budget (measured in characters)",
            knobs=(_budget(f"the window, converted to characters at {CHARS_PER_TOKEN} a token"),),
            limit_kind="target", _make=_windowed,
            note="the current turn is never cut, so a long agent turn goes over the budget"),
-    Preset(name="turn", family="harpe", description="Harpe's TurnContext: only the current turn", _make=_turn),
+    Preset(name="turn", family="harpe",
+           source='Harpe spec §4.6',
+           description="Harpe's TurnContext: only the current turn", _make=_turn),
     Preset(name="summarizing", family="harpe",
+           source='Harpe spec §4.7',
            description="Harpe's SummarizingContext: fold the oldest turns into a summary above the high water",
            knobs=(Knob(name="high_water", unit="tokens", default=DEFAULT_BUDGET, scales=True,
                        help="compact after the provider reports more input tokens than this"),
@@ -349,25 +357,30 @@ _ALL = (
            needs=frozenset({"distill"}), limit_kind="high_water", _make=_summarizing,
            note="reactive: the request that crosses the high water goes out before the compaction"),
     Preset(name="sliding", family="orion",
+           source="orion's `SlidingWindow` (`harpe_lab.strategies.orion`)",
            description="orion's SlidingWindow: pinned turns, the latest turn and the newest turns within the budget",
            knobs=(_budget("the most tokens a request may use"), _reserve()),
            needs=frozenset({"counter"}), limit_kind="budget", _make=_orion(False)),
     Preset(name="summarize-window", family="orion",
+           source="orion's `SummarizeWindow` (`harpe_lab.strategies.orion`)",
            description="orion's SummarizeWindow: the sliding window, with what falls out folded into a summary",
            knobs=(_budget("the most tokens a request may use, summary included"), _reserve()),
            needs=frozenset({"counter", "distill"}), limit_kind="budget", _make=_orion(True)),
     Preset(name="chain", family="laser",
+           source="Laser's `Chain(LastN, TokenBudget)` (`harpe_lab.strategies.laser`)",
            description="Laser's Chain([LastN(n), TokenBudget]): the last n messages, newest first, within the budget",
            knobs=(_budget("the request's tokens, system and tools included"),
                   Knob(name="n", unit="messages", default=100, minimum=1, help="keep at most the last n messages")),
            needs=frozenset({"counter"}), limit_kind="target", _make=_chain,
            note="the budget binds only when the last n messages take more than it; the newest message is always kept"),
     Preset(name="autogen-buffered", family="autogen",
+           source='autogen-core 0.7.5 `model_context/_buffered_chat_completion_context.py`',
            description="AutoGen's BufferedChatCompletionContext: the last buffer_size messages",
            knobs=(Knob(name="buffer_size", unit="messages", default=20, minimum=1,
                        help="keep the last buffer_size messages (a leading tool result is dropped)"),),
            _make=_autogen_buffered, note="counts messages, not tokens: no limit is declared"),
     Preset(name="autogen-head-and-tail", family="autogen",
+           source='autogen-core 0.7.5 `model_context/_head_and_tail_chat_completion_context.py`',
            description="AutoGen's HeadAndTailChatCompletionContext: the first and the last messages, "
                        "\"Skipped N messages.\" between",
            knobs=(Knob(name="head_size", unit="messages", default=2, minimum=1, help="the first messages kept"),
@@ -375,6 +388,7 @@ _ALL = (
            _make=_autogen_head_and_tail,
            note="counts messages, not tokens: no limit is declared; the placeholder is a user message"),
     Preset(name="autogen-token-limited", family="autogen",
+           source='autogen-core 0.7.5 `model_context/_token_limited_chat_completion_context.py`',
            description="AutoGen's TokenLimitedChatCompletionContext: pop messages out of the middle until the "
                        "request fits",
            knobs=(_budget("the request's tokens, system and tools included (AutoGen's token_limit is this less "
@@ -383,6 +397,7 @@ _ALL = (
            note="keeps the first messages and the newest; goes over only when the newest message (with its call) "
                 "does not fit beside what AutoGen kept"),
     Preset(name="masking", family="swe-agent",
+           source='SWE-agent `sweagent/agent/history_processors.py` (`LastNObservations`)',
            description="SWE-agent's LastNObservations: tool outputs older than the last n replaced by "
                        "\"Old environment output: (N lines omitted)\"",
            knobs=(Knob(name="n", unit="tool rounds", default=10, minimum=1,
@@ -393,6 +408,7 @@ _ALL = (
            _make=_masking, note="edits old tool results: the cached prefix breaks each time the cut moves; "
                                 "no limit declared"),
     Preset(name="trimming", family="openai-agents",
+           source='openai-agents 0.24.0 `agents/extensions/tool_output_trimmer.py`',
            description="The Agents SDK's ToolOutputTrimmer: tool outputs before the last recent_turns user "
                        "messages cut to a preview",
            knobs=(Knob(name="recent_turns", unit="user turns", default=2, minimum=1,
@@ -404,6 +420,7 @@ _ALL = (
            _make=_trimming, note="works between user turns only: inside one long agent turn nothing is trimmed; "
                                  "no limit declared"),
     Preset(name="clearing", family="anthropic",
+           source='Anthropic docs, "Context editing" (`clear_tool_uses_20250919`)',
            description="Anthropic's clear_tool_uses_20250919: above the trigger, all but the newest keep tool "
                        "results replaced by \"[cleared]\"",
            knobs=(Knob(name="high_water", unit="tokens", default=100_000, scales=True,
@@ -415,6 +432,8 @@ _ALL = (
            note="recomputed at every request above the trigger: once past it, the cached prefix breaks at almost "
                 "every request"),
     Preset(name="claude-code", family="anthropic",
+           source="Claude Code 2.1 `services/compact/autoCompact.ts`, as public write-ups quote it; checked on "
+                  "three recorded compactions",
            description="Claude Code's auto-compact: at the threshold, the whole history (mid-turn too) becomes one "
                        "summary message",
            knobs=(Knob(name="high_water", unit="tokens", default=None, scales=True,
@@ -428,11 +447,13 @@ _ALL = (
            note="reactive: the request that crosses the threshold goes out; the next one is the summary message "
                 "alone, so the whole cached prefix is lost at each compaction"),
     Preset(name="openhands-amortized", family="openhands",
+           source='OpenHands `openhands/memory/condenser/impl/amortized_forgetting_condenser.py`',
            description="OpenHands' AmortizedForgettingCondenser: above max_size events, forget all but the first "
                        "keep_first and the newest, down to max_size // 2",
            knobs=_events_knobs(), _make=_openhands_amortized,
            note="counts events, not tokens: no limit is declared; rolling: what is forgotten stays forgotten"),
     Preset(name="openhands-masking", family="openhands",
+           source='OpenHands `openhands/memory/condenser/impl/observation_masking_condenser.py`',
            description="OpenHands' ObservationMaskingCondenser: tool results outside the last attention_window "
                        "events replaced by \"<MASKED>\"",
            knobs=(Knob(name="attention_window", unit="events", default=100, minimum=1,
@@ -440,6 +461,7 @@ _ALL = (
            _make=_openhands_masking, note="counts events, not tokens: no limit is declared; the cached prefix "
                                           "breaks at every request once results are masked"),
     Preset(name="openhands-summarizing", family="openhands",
+           source='OpenHands `openhands/memory/condenser/impl/llm_summarizing_condenser.py`',
            description="OpenHands' LLMSummarizingCondenser: above max_size events, the middle (and the previous "
                        "summary) folded into one summary after the first keep_first events",
            knobs=(*_events_knobs(),
@@ -448,6 +470,7 @@ _ALL = (
            needs=frozenset({"distill"}), _make=_openhands_summarizing,
            note="counts events, not tokens: no limit is declared; keep_first must be below max_size // 2 - 1"),
     Preset(name="hybrid", family="jetbrains",
+           source='"The Complexity Trap" (JetBrains, 2025), its SWE-agent fork\'s `history_processors.py`',
            description="\"The Complexity Trap\"'s hybrid: SWE-agent's masking of all but the last window "
                        "observations, and a checkpoint summary of summarize_turns turns once "
                        "summarize_turns + keep_turns are unsummarized",
@@ -460,6 +483,7 @@ _ALL = (
            needs=frozenset({"distill"}), _make=_hybrid,
            note="counts turns, not tokens: no limit is declared"),
     Preset(name="langchain-summarization", family="langchain",
+           source='langchain 1.5.2 `agents/middleware/summarization.py`',
            description="LangChain's SummarizationMiddleware: at the trigger, all but the last keep messages folded "
                        "into a summary user message at the head of the agent state",
            knobs=(Knob(name="high_water", unit="tokens", default=DEFAULT_BUDGET, scales=True,
@@ -474,6 +498,7 @@ _ALL = (
                 "agent turn it often sees none and the summary reads \"Previous conversation was too long to "
                 "summarize.\""),
     Preset(name="langchain-clearing", family="langchain",
+           source='langchain 1.5.2 `agents/middleware/context_editing.py` (`ClearToolUsesEdit`)',
            description="LangChain's ContextEditingMiddleware(ClearToolUsesEdit): above the trigger, the oldest tool "
                        "results replaced by \"[cleared]\", all but the newest keep",
            knobs=(Knob(name="high_water", unit="tokens", default=100_000, scales=True,

@@ -343,5 +343,7 @@ def test_the_strategies_page_lists_every_preset():
 
     page = (Path(__file__).parent.parent / "docs" / "strategies.md").read_text()
     table = page.split("## The presets")[1].split("\n## ")[0]
-    rows = {line.split("|")[1].strip().strip("`") for line in table.splitlines() if line.startswith("| `")}
-    assert rows == set(PRESETS)
+    rows = {line.split("|")[1].strip().strip("`"): line for line in table.splitlines() if line.startswith("| `")}
+    assert set(rows) == set(PRESETS)
+    for name, line in rows.items():  # the last column is the registry's source, word for word
+        assert PRESETS[name].source and line.split("|")[-2].strip() == PRESETS[name].source, name

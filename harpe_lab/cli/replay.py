@@ -79,7 +79,8 @@ def _range(knob: Any) -> str:
 
 def list_presets(out: Any = None) -> None:
     """Print every preset: name, family and one-line description, then its knobs with
-    unit, default and range (the one ``--budget`` sets is marked), then its caveat."""
+    unit, default and range (the one ``--budget`` sets is marked), then its caveat and its
+    source."""
     from ..presets import PRESETS
 
     out = out or sys.stdout
@@ -98,6 +99,7 @@ def list_presets(out: Any = None) -> None:
                 print(f"{indent}    {k.help}", file=out)
         if p.note:
             print(f"{indent}note: {p.note}", file=out)
+        print(f"{indent}source: {p.source.replace('`', '')}", file=out)
         if not p.knobs:
             print(f"{indent}no knobs: --budget does not apply", file=out)
     print("\n--budget N sets the knob marked [--budget]; the other knobs keep their defaults.", file=out)
