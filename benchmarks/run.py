@@ -97,7 +97,7 @@ class Sizes:
 
 
 FULL = Sizes(reps=5, floor_tokens=1_000_000, lc_requests=600, lc_turns=2_000, lc_long_turns=300, journal_mb=300,
-             scale_conversations=24, scale_turns=150, dashboard_requests=1_000, dashboard_moves=40, burn=4_000_000)
+             scale_conversations=30, scale_turns=150, dashboard_requests=1_000, dashboard_moves=40, burn=4_000_000)
 QUICK = Sizes(reps=3, floor_tokens=200_000, lc_requests=150, lc_turns=400, lc_long_turns=60, journal_mb=40,
               scale_conversations=6, scale_turns=100, dashboard_requests=1_000, dashboard_moves=10, burn=1_000_000,
               peers_turns=80)

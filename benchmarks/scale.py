@@ -167,7 +167,7 @@ def _estimate(one_cpu: float, cpu: dict[str, float], parent_cpu: float, cores: i
     return one_cpu / wall, detail
 
 
-def run(*, reps: int = 3, count: int = 24, turns: int = 150, dask: bool = True, burn_n: int = 4_000_000) -> list[Row]:
+def run(*, reps: int = 3, count: int = 30, turns: int = 150, dask: bool = True, burn_n: int = 4_000_000) -> list[Row]:
     """Time the sweep on 1 and 2 processes, then on dask (beside one worker again, with
     the cluster up); return table rows, with the figures that say what an idle machine
     would show."""
