@@ -8,7 +8,7 @@ import re
 from bisect import bisect_right
 from collections import Counter
 from dataclasses import dataclass
-from itertools import accumulate, chain, repeat
+from itertools import accumulate, chain, groupby, repeat
 from operator import itemgetter
 from typing import Collection
 
@@ -278,9 +278,10 @@ class ExtractiveDistiller:
                 keep.append(keys[i])
                 used += costs[i]
         kept: dict[str, list[str]] = {c: [] for c in _LABELS}
-        for k in sorted(keep):
-            category, value = order[k]
-            kept[category].append(value)
+        # grouped by category (a stable sort keeps each one's values in their order)
+        by_category = sorted(map(order.__getitem__, sorted(keep)), key=itemgetter(0))
+        for category, group in groupby(by_category, key=itemgetter(0)):
+            kept[category] = list(map(itemgetter(1), group))
         return _render(kept), n - len(keep)
 
     def _select(self, texts: list[str], speakers: list[str], priors: int, budget: int) -> list[tuple[str, str]]:
