@@ -100,7 +100,11 @@ def python_side(args: argparse.Namespace) -> int:
     print(f"{conversation!r}: Explorer built in {time.perf_counter() - started:.2f} s; "
           f"{len(e.replay)} requests")  # fmt: skip
     slider = e.high_water
-    values = [min(slider.max, slider.value + (k + 1) * slider.step) for k in range(args.moves)]
+    # up from the default by the slider's step, then down from it when the range ends there
+    step = max(1, slider.step)
+    values = [v for v in range(slider.value + step, slider.max + 1, step)][: args.moves]
+    values += [v for v in range(slider.value - step, slider.min - 1, -step)][: args.moves - len(values)]
+    values = values or [slider.value]
 
     def set_high(v: int) -> None:
         slider.value = v
