@@ -20,7 +20,7 @@ the machine offered meanwhile), and an *idle-machine estimate* of the 2-worker r
 time, which the neighbours barely touch — the CPU seconds each worker spent replaying
 (``frame.attrs["cpu_seconds"]``, so the imbalance between them counts) and this process's
 own CPU during the run (the serial part: forking, handing out chunks, collecting rows):
-``T1 / max(slowest worker, (all workers + parent) / 2)``.
+``T1 / max(slowest worker + parent, (all workers + parent) / 2)``.
 
 The factories are module-level functions, so a plain process pool could pickle them too.
 
@@ -155,13 +155,15 @@ def _cold(make: Callable[[], Callable[[], Any]], client: Any = None) -> Callable
 
 
 def _estimate(one_cpu: float, cpu: dict[str, float], parent_cpu: float, cores: int = 2) -> tuple[float, str]:
-    """The idle-machine ratio T1 / max(slowest worker, (workers + parent) / cores), from
-    a sweep's ``frame.attrs["cpu_seconds"]``, and a detail saying what went into it."""
+    """The idle-machine ratio T1 / max(slowest worker + parent, (workers + parent) / cores)
+    from a sweep's ``frame.attrs["cpu_seconds"]`` (the parent's CPU counted as serial: it
+    is spent forking and collecting while the workers wait or are done), and a detail
+    saying what went into it."""
     per = sorted(cpu.values())
     if not per:
         return float("nan"), "no CPU seconds recorded"
     work = sum(per)
-    wall = max(per[-1], (work + parent_cpu) / cores)
+    wall = max(per[-1] + parent_cpu, (work + parent_cpu) / cores)
     detail = (f"workers' CPU {' + '.join(f'{s:.2f}' for s in per)} s (work ×{work / one_cpu:.2f} of one worker's "
               f"{one_cpu:.2f} s), parent {parent_cpu:.2f} s ({parent_cpu / one_cpu:.1%} serial)")  # fmt: skip
     return one_cpu / wall, detail
