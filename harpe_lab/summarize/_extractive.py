@@ -27,6 +27,7 @@ _EXCERPT_FOLD = "\n\nNew conversation excerpt to fold into it:\n\n"
 _EXCERPT_TAIL = "\nReply with the updated summary."
 _SPEAKER_LINE = re.compile(r"^(User|Agent|\[tool result\]) ?:? ?(.*)$")
 _QUOTED = re.compile(r"`([^`]*)`")
+_MESSAGE_START = re.compile(r"\n(?=User: |Agent: |\[tool result\] )")
 
 
 def _parse_request(rendered: Rendered) -> tuple[str, list[tuple[str, str]]]:
@@ -50,22 +51,26 @@ def _parse_request(rendered: Rendered) -> tuple[str, list[tuple[str, str]]]:
 
 def _excerpt_segments(body: str) -> list[tuple[str, str]]:
     """Split Harpe's excerpt (``User: …``, ``Agent: …``, ``[tool result] …`` lines, messages
-    possibly spanning lines) back into (speaker, text)."""
-    out: list[tuple[str, list[str]]] = []
-    for line in body.split("\n"):
-        if line.startswith("User: "):
-            out.append(("User", [line[6:]]))
-        elif line.startswith("Agent: [called tool ") and line.endswith("]"):
-            out.append(("Call", [line[7:]]))
-        elif line.startswith("Agent: "):
-            out.append(("Agent", [line[7:]]))
-        elif line.startswith("[tool result] "):
-            out.append(("Tool", [line[14:]]))
-        elif out:
-            out[-1][1].append(line)
-        elif line.strip():
-            out.append(("Agent", [line]))
-    return [(speaker, "\n".join(lines).strip("\n")) for speaker, lines in out]
+    possibly spanning lines) back into (speaker, text). A line starting with one of those
+    starts a message; any other line continues the one before (before the first message,
+    the first non-blank line starts an ``Agent`` one)."""
+    pieces = _MESSAGE_START.split(body)
+    out: list[tuple[str, str]] = []
+    if not pieces[0].startswith(("User: ", "Agent: ", "[tool result] ")):
+        lines = pieces.pop(0).split("\n")
+        first = next((k for k, line in enumerate(lines) if line.strip()), None)
+        if first is not None:
+            out.append(("Agent", "\n".join(lines[first:]).strip("\n")))
+    for piece in pieces:
+        if piece.startswith("User: "):
+            out.append(("User", piece[6:].strip("\n")))
+        elif piece.startswith("Agent: "):
+            head = piece.partition("\n")[0]
+            call = head.startswith("Agent: [called tool ") and head.endswith("]")
+            out.append(("Call" if call else "Agent", piece[7:].strip("\n")))
+        else:
+            out.append(("Tool", piece[14:].strip("\n")))
+    return out
 
 
 def _parse_own_summary(summary: str) -> tuple[dict[str, list[str]], list[tuple[str, str]]]:
