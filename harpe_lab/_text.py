@@ -60,7 +60,8 @@ def truncate(messages: Sequence[Message], max_chars: int) -> list[Message]:
     total = group = 0
     for k in range(len(messages) - 1, -1, -1):
         m = messages[k]
-        group += message_chars(m)
+        chars = getattr(m, "_chars", None)  # message_chars' cache, inlined (every request walks this)
+        group += chars if chars is not None else message_chars(m)
         if k == 0 or isinstance(m, UserInput):
             if start < len(messages) and total + group > max_chars:
                 break
