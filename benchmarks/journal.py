@@ -7,11 +7,20 @@ non-ASCII text, occasional subagent turns, retries, failed and interrupted turns
 reader's own), it times
 
 * ``orjson``  — ``for line in f: orjson.loads(line)`` (the floor: parsing alone),
+* ``msgspec`` — the same with ``msgspec.json.Decoder().decode`` (when installed: the other
+  C decoder the reader could be built on),
 * ``json``    — the same with the standard library's ``json.loads``,
 * ``records`` — ``for r in Journal.stream(path): ...`` (every turn, in constant memory),
 
-and prints medians, the ratios to the orjson and json baselines (goal: records ≤ 1.4× the
-orjson floor) and each reader's peak RSS (goal < 300 MB).
+and prints medians of wall and CPU time (``time.process_time``, less sensitive to other
+processes on the machine), the ratios to the orjson and json baselines (goal: records ≤ 1.4×
+the orjson floor) and each reader's peak RSS (goal < 300 MB). Reps are interleaved, so drift
+in machine load hits every reader alike.
+
+Before timing, the records are checked (`verify`): ``Journal.stream`` must give exactly what
+the reader's general path gives — the one `Journal.usage` takes, which holds every line of a
+bracket and decodes its turn at the response — compared record by record (``repr``); each
+timed run must then read the same number of records.
 
     .venv/bin/python benchmarks/journal.py --size-mb 200 --reps 5
 """
@@ -19,6 +28,7 @@ orjson floor) and each reader's peak RSS (goal < 300 MB).
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import math
 import random
@@ -146,13 +156,22 @@ path, mode = sys.argv[1], sys.argv[2]
 import orjson, json
 if mode == "records":
     from harpe_lab.journal import Journal
+if mode == "msgspec":
+    import msgspec
+    decode = msgspec.json.Decoder().decode
 t0 = time.perf_counter()  # imports excluded: they are paid once, not per megabyte
+c0 = time.process_time()
 n = 0
 # the floors read with the journal reader's 1 MB buffer, so the ratio measures the reader's own work
 if mode == "orjson":
     with open(path, "rb", buffering=1 << 20) as f:
         for line in f:
             orjson.loads(line)
+            n += 1
+elif mode == "msgspec":
+    with open(path, "rb", buffering=1 << 20) as f:
+        for line in f:
+            decode(line)
             n += 1
 elif mode == "json":
     with open(path, "rb", buffering=1 << 20) as f:
@@ -163,21 +182,61 @@ else:
     for record in Journal.stream(path):
         n += 1
 elapsed = time.perf_counter() - t0
-print(elapsed, n, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+cpu = time.process_time() - c0
+print(elapsed, n, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, cpu)
 """
 
 
 def _run(path: Path, mode: str) -> tuple[float, int, float]:
+    """Wall seconds, items read and peak RSS (MB) of one timed read in a fresh process."""
+    elapsed, n, rss, _cpu = _run_cpu(path, mode)
+    return elapsed, n, rss
+
+
+def _run_cpu(path: Path, mode: str) -> tuple[float, int, float, float]:
+    """`_run`, and the CPU seconds of the read."""
     out = subprocess.run([sys.executable, "-c", _RUN, str(path), mode], check=True, capture_output=True, text=True)
-    elapsed, n, rss = out.stdout.split()
-    return float(elapsed), int(n), float(rss)
+    elapsed, n, rss, cpu = out.stdout.split()
+    return float(elapsed), int(n), float(rss), float(cpu)
+
+
+_VERIFY = r"""
+import sys
+from harpe_lab.journal import Journal, RecordStream
+path = sys.argv[1]
+fast = Journal.stream(path)
+general = RecordStream(path, usage_rows=[])  # Journal.usage's path: every record decoded at its response
+n = 0
+for a in fast:
+    b = next(general)
+    if repr(a) != repr(b):
+        sys.exit(f"record {n} differs: lines {a.lines} vs {b.lines}")
+    n += 1
+if next(general, None) is not None:
+    sys.exit(f"Journal.stream stopped after {n} records; the general path reads more")
+seen = lambda s: repr((s.problems, s.notes, s.generations, s.reader, s.prefix))
+if seen(fast) != seen(general):
+    sys.exit("problems, notes, generations or reader differ")
+print(n)
+"""
+
+
+def verify(path: Path) -> int:
+    """Check that ``Journal.stream`` reads ``path`` exactly as the reader's general path
+    does (see the module docstring); the number of records. Raises `AssertionError`."""
+    out = subprocess.run([sys.executable, "-c", _VERIFY, str(path)], capture_output=True, text=True)
+    if out.returncode != 0:
+        raise AssertionError(f"Journal.stream differs from the general path: {out.stderr.strip()[-500:]}")
+    return int(out.stdout)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--size-mb", type=int, default=1000, help="journal size in MB (default 1000)")
     parser.add_argument("--reps", type=int, default=5, help="repetitions per reader (median reported; default 5)")
-    parser.add_argument("--modes", default="orjson,records,json", help="readers to time (comma-separated)")
+    parser.add_argument("--modes", default=None,
+                        help="readers to time (comma-separated; default orjson,records,msgspec,json, "
+                             "msgspec only when installed)")
     parser.add_argument("--keep", default=None, help="write (or reuse) the journal at this path")
     args = parser.parse_args(argv)
     if args.keep:
@@ -196,24 +255,34 @@ def main(argv: list[str] | None = None) -> int:
             lines = sum(1 for _ in f)
         size = path.stat().st_size
         print(f"{size / 1e6:.0f} MB, {lines} lines (mean {size / lines:.0f} bytes), {args.reps} reps each")
-        results: dict[str, list[tuple[float, int, float]]] = {m: [] for m in args.modes.split(",")}
+        modes = args.modes.split(",") if args.modes else ["orjson", "records", "msgspec", "json"]
+        if not args.modes and importlib.util.find_spec("msgspec") is None:
+            modes.remove("msgspec")
+        if "records" in modes:
+            print(f"verified: Journal.stream reads the {verify(path)} records the general path reads")
+        results: dict[str, list[tuple[float, int, float, float]]] = {m: [] for m in modes}
         for _ in range(args.reps):  # interleaved, so drift in machine load hits every reader alike
             for mode in results:
-                results[mode].append(_run(path, mode))
+                results[mode].append(_run_cpu(path, mode))
+        for mode, rs in results.items():
+            if len({r[1] for r in rs}) != 1:
+                raise AssertionError(f"{mode} read a different number of items across runs: {[r[1] for r in rs]}")
         medians = {m: statistics.median(r[0] for r in rs) for m, rs in results.items()}
+        cpus = {m: statistics.median(r[3] for r in rs) for m, rs in results.items()}
         for mode, rs in results.items():
             rss = max(r[2] for r in rs)
-            line = f"{mode:>8}: median {medians[mode]:7.2f} s  ({size / 1e6 / medians[mode]:6.0f} MB/s)  " \
-                   f"peak RSS {rss:6.0f} MB  items {rs[0][1]}"
+            line = f"{mode:>8}: wall {medians[mode]:6.2f} s  ({size / 1e6 / medians[mode]:5.0f} MB/s)  " \
+                   f"cpu {cpus[mode]:6.2f} s  peak RSS {rss:5.0f} MB  items {rs[0][1]}"
             if mode != "orjson" and "orjson" in medians:
-                line += f"  × orjson {medians[mode] / medians['orjson']:.2f}"
+                line += f"  × orjson {medians[mode] / medians['orjson']:.2f} (cpu {cpus[mode] / cpus['orjson']:.2f})"
             if mode != "json" and "json" in medians:
                 line += f"  × json {medians[mode] / medians['json']:.2f}"
             print(line)
         if "records" in medians and "orjson" in medians:
             ratio = medians["records"] / medians["orjson"]
             rss = max(r[2] for r in results["records"])
-            print(f"goal records ≤ 1.4× orjson: {'met' if ratio <= 1.4 else 'MISSED'} ({ratio:.2f}×); "
+            print(f"goal records ≤ 1.4× orjson: {'met' if ratio <= 1.4 else 'MISSED'} ({ratio:.2f}× wall, "
+                  f"{cpus['records'] / cpus['orjson']:.2f}× cpu); "
                   f"goal peak RSS < 300 MB: {'met' if rss < 300 else 'MISSED'} ({rss:.0f} MB)")
     finally:
         if cleanup:

@@ -426,6 +426,68 @@ class TestTurnRules:
         assert [r.data.input for r in stream] == [U("b")]
 
 
+class TestEagerTurn:
+    """A bracket's own records are taken as they are read once its turn is known
+    (`Assembler.run`); these are the cases where that could differ from reading the turn at
+    its response, checked against the reader's general path (the one `Journal.usage` takes)."""
+
+    @staticmethod
+    def general(p):
+        from harpe_lab.journal import RecordStream
+
+        stream = RecordStream(p, errors="skip", usage_rows=[])
+        return summary(list(stream)), [(x.line, x.reason) for x in stream.problems]
+
+    def test_an_uncommon_message_keeps_the_turns_order(self, tmp_path):
+        att = {"name": "a.png", "size": 3.0, "mime": "image/png", "path": "/a.png"}  # an integral float size
+        odd = rec("harpe.turn.message", {"role": "user", "text": "with file", "attachments": [att]},
+                  [f"harpe.turn.id={T1}"])
+        odd_reply = rec("harpe.turn.message", {"role": "assistant", "text": "odd", "calls": [], "extra": 1.0},
+                        [f"harpe.turn.id={T1}"])
+        tool = rec("harpe.turn.message", {"role": "tool_results", "results": [
+            {"id": "c", "content": "x", "attachments": [att], "success": True}]}, [f"harpe.turn.id={T1}"])
+        p = write(tmp_path, [REQ, odd, asst_msg("one", T1), tool, odd_reply, user_msg("again", T1),
+                             asst_msg("two", T1), end("answered", T1), RESP])
+        (r,) = Journal.records(p)
+        assert r.data.input == U("with file", Attachment("a.png", 3, "image/png", "/a.png"))
+        assert r.data.messages == (A("one"), R(res("c", "x", True, Attachment("a.png", 3, "image/png", "/a.png"))),
+                                   A("odd"), A("two"))
+        assert (summary([r]), []) == self.general(p)
+
+    def test_a_bad_message_is_reported_at_the_response_in_line_order(self, tmp_path):
+        bad = rec("harpe.turn.message", {"role": "assistant", "text": 5, "calls": []}, [f"harpe.turn.id={T1}"])
+        bad_usage = rec("harpe.metering.usage", {"provider": "p", "model": "m", "inputTokens": "9"},
+                        [f"harpe.turn.id={T1}"])
+        p = write(tmp_path, [REQ, user_msg("u", T1), bad_usage, asst_msg("ok", T1), bad, end("answered", T1), RESP])
+        stream = Journal.stream(p, errors="skip")
+        records = list(stream)
+        assert [(x.line, x.event) for x in stream.problems] == [(5, "harpe.turn.message"), (3, "harpe.metering.usage")]
+        assert (summary(records), [(x.line, x.reason) for x in stream.problems]) == self.general(p)
+        with pytest.raises(JournalError, match=r"j\.jsonl:5: .*'text' must be a string"):
+            list(Journal.stream(p))
+
+    def test_a_bad_message_in_a_bracket_that_never_closes_is_no_error(self, tmp_path):
+        bad = rec("harpe.turn.message", {"role": "assistant", "text": 5, "calls": []}, [f"harpe.turn.id={T1}"])
+        p = write(tmp_path, [REQ, user_msg("a", T1), end("answered", T1), RESP, REQ, user_msg("b", T2), bad])
+        assert [r.data.input for r in Journal.records(p)] == [U("a")]  # Harpe never reads the open bracket
+
+    def test_records_before_the_turn_is_known(self, tmp_path):
+        # a nested turn's records and usage ahead of the outer turn's first record (innermost-first scopes)
+        inner = [f"harpe.turn.id={T2}", f"harpe.turn.id={T1}"]
+        u = lambda n, ctx: rec("harpe.metering.usage", {"provider": "p", "model": "m", "inputTokens": n,  # noqa: E731
+                                                        "outputTokens": 1, "cacheReadTokens": 0,
+                                                        "cacheWriteTokens": 0}, ctx)
+        p = write(tmp_path, [REQ, rec("harpe.turn.message", {"role": "user", "text": "sub", "attachments": []}, inner),
+                             u(7, inner), user_msg("outer", T1), u(9, [f"harpe.turn.id={T1}"]),
+                             rec("harpe.turn.answered", {}, inner), end("answered", T1), RESP])
+        records = Journal.records(p)
+        (r,) = records
+        assert (r.data.input, r.turn_id, r.usage, r.nested_usage) == (U("outer"), T1, (usage(9, 1, 0, 0, "p", "m"),),
+                                                                     (usage(7, 1, 0, 0, "p", "m"),))
+        assert records.generations == ("G4b",)
+        assert (summary(records), []) == self.general(p)
+
+
 class TestLoad:
     def test_resume_cap_drops_whole_oldest_turns(self, tmp_path):
         lines = []
