@@ -17,10 +17,32 @@ request times against the TTL the session reports). The model is the session's (
 
 The same comparison with a counter calibrated on the *other* sessions (leave one session
 out; no goal) shows how much a counter that has not seen the session adds: its size error
-passes straight into the cache reads. Claude Code sometimes changes what it had sent (a background task's
-  notification arriving after an interrupted tool call): the recorded read then falls far
-  below what the previous request cached, within the TTL — a change the transcript does not
-  show. Such requests are counted, and the error is also given without them.
+passes straight into the cache reads.
+
+Where the recording breaks its own cache. In the three sessions (Claude Code 2.1.39, whole
+files), every request whose recorded read falls below 90% of what the previous request
+cached follows a compaction, a gap longer than the TTL, or a background task's
+``<task-notification>`` written as a user record of its own (after the turn ended, or after
+the user interrupted a tool call): 3 such breaks, and 4 such notifications, the fourth
+(8463c716, after its compaction) reading everything. Each break read exactly the system
+prompt and tools (21,460 / 21,478 tokens, as right after a compaction), nothing of the
+messages — which only says the change came before the lookback's 20 blocks, not where. A notification that
+arrives mid-turn is only queued (a ``queue-operation`` record) and changes nothing (4 of 4
+read everything). Nothing else around the breaks differs from ordinary requests: no
+``attachment`` or ``isMeta`` record, the same ``cwd``, ``gitBranch``, ``version``, model,
+``thinkingMetadata`` and ``permissionMode``, no sidechain, gaps of 1–154 s, within the TTL;
+the notification records themselves are identical in shape in the 3 breaks and the
+one that did not break. `load_claude_code` records the signal (a turn's
+``metadata["cache_resets"]``) and the replay reads only the system prompt and tools there;
+up to the first compaction it fires once (258c7280), a break. Breaks the recording does not
+signal would be counted (``self_broken``) and the error given without them; there are none.
+
+The first request of each session read 11–18k tokens (17,842 in 258c7280 and 8463c716) that
+another session had cached: the static system prompt and tools Claude Code shares across
+sessions. Nothing in the file says so — each starts with a ``SessionStart:startup`` hook,
+not a resume, its first record's parent is that hook's record, and no earlier session is
+named — so the model writes them: $0.07–0.17 per session, 1.3–2.6% of the recorded cost,
+most of the remaining (positive) error.
 
 Presets (`preset_costs`): every preset of `harpe_lab.presets.PRESETS` on one real session
 (the bundled ``coding_agent`` dataset when the real data is absent), the budget knob at half
@@ -72,8 +94,9 @@ def _calibrated(conversation: Any, base: Any) -> Any:
 def cache_validation(conversation: Any, base_counter: Any, *, counter: Any = None) -> dict[str, Any]:
     """Predicted against recorded cache reads and cost for one Claude Code session (see the
     module doc): ``requests`` (up to the first compaction), ``compared`` (with a recorded
-    read), ``read_error`` (median relative), ``cost_error`` (signed), ``self_broken``,
-    ``cost_error_unbroken``, ``predicted_usd``, ``recorded_usd``, ``size_error`` (the
+    read), ``read_error`` (median relative), ``cost_error`` (signed), ``self_broken`` (breaks
+    the recording does not signal), ``resets_hit`` / ``resets_missed`` (signalled requests
+    that did / did not break), ``cost_error_unbroken``, ``predicted_usd``, ``recorded_usd``, ``size_error`` (the
     counter's median relative error on the request totals), ``model``, ``ttl``. ``counter``
     replaces the one calibrated on the session itself (``base_counter`` fitted)."""
     from harpe_lab.calibrate import _before_first_compaction
@@ -100,7 +123,12 @@ def cache_validation(conversation: Any, base_counter: Any, *, counter: Any = Non
     prev_cached = np.concatenate([[np.nan], (read + write)[:-1]])
     times = [conversation.turns[t].metadata.get("request_times", ())[s] for t, s in zip(f["turn"], f["step"])]
     gaps = np.array([np.nan] + [b - a if a and b else np.nan for a, b in zip(times, times[1:])])
-    self_broken = (read < 0.9 * prev_cached) & ~(gaps > price.cache.ttl)
+    broken = (read < 0.9 * prev_cached) & ~(gaps > price.cache.ttl)
+    # the importer's recorded signal for such a break (a background task's notification
+    # coming in as a prompt): breaks it explains are modelled, not set aside
+    flagged = np.array([s in conversation.turns[t].metadata.get("cache_resets", ())
+                        for t, s in zip(f["turn"], f["step"])], dtype=bool)
+    self_broken = broken & ~flagged
     compared = read > 0
     err = np.abs(f["cache_read_tokens"].to_numpy()[compared] - read[compared]) / read[compared]
     predicted = f["cost_usd_cached"].to_numpy()
@@ -108,6 +136,7 @@ def cache_validation(conversation: Any, base_counter: Any, *, counter: Any = Non
     return {
         "requests": len(f), "compared": int(compared.sum()), "read_error": float(np.median(err)),
         "cost_error": float(predicted.sum() / recorded.sum() - 1), "self_broken": int(self_broken.sum()),
+        "resets_hit": int((broken & flagged).sum()), "resets_missed": int((flagged & ~broken).sum()),
         "cost_error_unbroken": float(predicted[ok].sum() / recorded[ok].sum() - 1),
         "predicted_usd": float(predicted.sum()), "recorded_usd": float(recorded.sum()),
         "size_error": float(np.median(np.abs(f["input_tokens"].to_numpy() - total) / total)),
@@ -195,8 +224,11 @@ def run(*, tiny: bool = False) -> tuple[list[Row], str]:
                         detail=(f"{v['compared']} of {v['requests']} requests up to the first compaction; counter "
                                 f"calibrated on the session's recorded input totals ({v['size_error']:.1%} median "
                                 f"size error); {v['model']}, TTL {v['ttl']:.0f} s")))
-        broken = (f"; without the {v['self_broken']} request where Claude Code broke its own prefix: "
+        broken = (f"; without the {v['self_broken']} request where Claude Code broke its own prefix unsignalled: "
                   f"{v['cost_error_unbroken']:+.1%}") if v["self_broken"] else ""
+        if v["resets_hit"] or v["resets_missed"]:
+            broken += (f"; requests answering a background task's notification prompt, priced as cache breaks: "
+                       f"{v['resets_hit'] + v['resets_missed']}, of which {v['resets_hit']} broke it")
         rows.append(Row(SECTION, f"total cost error (with caching), Claude Code session {path.stem[:8]}",
                         100 * abs(v["cost_error"]), unit="%", goal=COST_GOAL,
                         detail=(f"predicted ${v['predicted_usd']:.2f} / recorded usage priced the same way "

@@ -53,7 +53,9 @@ rule: breakpoints or automatic, a minimum size, a TTL), given what the provider 
 the previous request; they are 0 without pricing, or for a provider that caches nothing.
 The TTL is measured on the recording's request times (a turn's ``metadata["request_times"]``,
 one per reply, seconds since the epoch, as `harpe_lab.importers.load_claude_code` records
-them), from the last request that has one; without them nothing expires.
+them), from the last request that has one; without them nothing expires. A request the
+recording's agent sent with its cached messages invalidated (``metadata["cache_resets"]``,
+the indices of such replies in the turn) reads only the system prompt and tools.
 """
 
 from __future__ import annotations
@@ -488,6 +490,7 @@ def replay(
         session.adopt(first.rendered.system, tuple(first.rendered.messages), t, request, checks)
         usage = turn.usage
         times = turn.metadata.get("request_times") or ()
+        resets = turn.metadata.get("cache_resets") or ()
         rounds = _rounds(msgs[1:]) or [(None, [])]
         for step, (reply, after) in enumerate(rounds):
             i = request
@@ -508,8 +511,9 @@ def replay(
             if cache is not None:
                 gap = None if at is None or prev_at is None else at - prev_at
                 same_fixed = fixed - REPLY_PRIMING if prev is not None and prev[0] == system else 0
+                extends = prev is not None and not compacted and step not in resets
                 read, write = cache.split(prompt=input_tokens - REPLY_PRIMING, shared=cached,
-                                          extends=prev is not None and not compacted, fixed=same_fixed, gap=gap)
+                                          extends=extends, fixed=same_fixed, gap=gap)
             if at is not None:  # a request with no time (one the recording never made) refreshes nothing
                 prev_at = at
             folded = listener.folded

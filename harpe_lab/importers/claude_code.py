@@ -41,6 +41,13 @@ Anthropic API ``message``, plus bookkeeping (``progress``, ``system``, ``queue-o
   answers), ``None`` when there is none. The conversation's ``metadata["cache_ttl"]`` is
   the TTL, in seconds, of the cache entries the session wrote (300 or 3600: Claude Code
   reports ``ephemeral_5m_input_tokens`` / ``ephemeral_1h_input_tokens``), when reported.
+* **Cache resets.** When a background task's ``<task-notification>`` comes in as a prompt of
+  its own (a user record, after the turn ended or the user interrupted; one that arrives
+  mid-turn is queued and never written as a user record), the next request read only the
+  system prompt and tools from the cache in 3 of the 4 such requests of the recorded
+  sessions (Claude Code 2.1.39; the fourth read everything), and no other request within
+  the TTL fell short. A turn's ``metadata["cache_resets"]`` lists the indices (as in
+  ``request_times``) of those requests; the replay prices their messages as written again.
 """
 
 from __future__ import annotations
@@ -62,6 +69,7 @@ RECORD_TYPES = frozenset(
      "attachment", "custom-title", "tag", "x-error"}
 )
 _INTERRUPT = "[Request interrupted by user"
+_NOTIFICATION = "<task-notification>"
 
 
 def load_claude_code(path: Any) -> Conversation:
@@ -138,6 +146,7 @@ class _Round:
     usage: Usage | None = None
     thinking: list[str] = field(default_factory=list)
     sent: float | None = None
+    reset: bool = False  # its request went out with the cached messages invalidated
 
 
 class _Reader:
@@ -156,6 +165,7 @@ class _Reader:
         self.task_inputs: dict[str, Any] = {}  # tool_use_id -> Task input
         self.before: Any = None  # the timestamp of the record before the current one
         self.ttl_writes = {300: 0, 3600: 0}  # replies that wrote 5-minute / 1-hour cache entries
+        self.notified = False  # a background task's notification came in as a prompt since the last reply
 
     # -- rounds -------------------------------------------------------------------------
 
@@ -166,7 +176,10 @@ class _Reader:
         self.builder.assistant(AssistantMessage("".join(r.texts), tuple(r.calls)), r.id, r.usage)
         turn = self.builder.current
         assert turn is not None
-        turn.metadata.setdefault("request_times", []).append(r.sent)
+        times = turn.metadata.setdefault("request_times", [])
+        times.append(r.sent)
+        if r.reset:
+            turn.metadata.setdefault("cache_resets", []).append(len(times) - 1)
         if r.results:
             self.builder.results(ToolResults(tuple(r.results)), r.results_id)
         if r.thinking:
@@ -190,7 +203,9 @@ class _Reader:
                     n += 1
                 rid = f"{mid}#{n}"
             self.used_ids.add(rid)
-            self.round = _Round(rid, sent=_seconds(self.before) or _seconds(rec.get("timestamp")))
+            self.round = _Round(rid, sent=_seconds(self.before) or _seconds(rec.get("timestamp")),
+                                reset=self.notified)
+            self.notified = False
         r = self.round
         if "usage" in msg:
             r.usage = _usage(msg.get("usage"), model)
@@ -244,6 +259,8 @@ class _Reader:
         if not inputs:
             return
         text, files = text_of(inputs)
+        if text.startswith(_NOTIFICATION):
+            self.notified = True
         if text.startswith(_INTERRUPT) and not files:
             self.flush()
             turn = self.builder.current
