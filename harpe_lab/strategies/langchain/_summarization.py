@@ -1,0 +1,372 @@
+"""LangChain's ``SummarizationMiddleware``, natively (the rules are in the package doc)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+from ...errors import StrategyError
+from ...messages import AssistantMessage, Message, Rendered, Usage, UserInput
+from ...protocol import Compaction, ContextCompacted, Distill, EventHub, Limit, MeteredDistill
+from .._lifecycle import PolicyLifecycle
+from ..clearing import _check_int
+from ._units import _check_counter, buffer_xml, regroup, safe_cutoff, trim_last, units_of
+
+SUMMARY_PREFIX = "Here is a summary of the conversation to date:\n\n"
+"""What LangChain puts before the summary in the user message that replaces the history."""
+
+TOO_LONG = "Previous conversation was too long to summarize."
+
+DEFAULT_SUMMARY_PROMPT = """<role>
+Context Extraction Assistant
+</role>
+
+<primary_objective>
+Your sole objective in this task is to extract the highest quality/most relevant context from the conversation history below.
+</primary_objective>
+
+<objective_information>
+You're nearing the total number of input tokens you can accept, so you must extract the highest quality/most relevant pieces of information from your conversation history.
+This context will then overwrite the conversation history presented below. Because of this, ensure the context you extract is only the most important information to continue working toward your overall goal.
+</objective_information>
+
+<instructions>
+The conversation history below will be replaced with the context you extract in this step.
+You want to ensure that you don't repeat any actions you've already completed, so the context you extract from the conversation history should be focused on the most important information to your overall goal.
+
+You should structure your summary using the following sections. Each section acts as a checklist - you must populate it with relevant information or explicitly state "None" if there is nothing to report for that section:
+
+## SESSION INTENT
+
+What is the user's primary goal or request? What overall task are you trying to accomplish? This should be concise but complete enough to understand the purpose of the entire session.
+
+## SUMMARY
+
+Extract and record all of the most important context from the conversation history. Include important choices, conclusions, or strategies determined during this conversation. Include the reasoning behind key decisions. Document any rejected options and why they were not pursued.
+
+## ARTIFACTS
+
+What artifacts, files, or resources were created, modified, or accessed during this conversation? For file modifications, list specific file paths and briefly describe the changes made to each. This section prevents silent loss of artifact information.
+
+## NEXT STEPS
+
+What specific tasks remain to be completed to achieve the session intent? What should you do next?
+
+</instructions>
+
+The user will message you with the full message history from which you'll extract context to create a replacement. Carefully read through it all and think deeply about what information is most important to your overall goal and should be saved:
+
+With all of this in mind, please carefully read over the entire conversation history, and extract the most important and relevant context to replace it so that you can free up space in the conversation history.
+Respond ONLY with the extracted context. Do not include any additional information, or text before or after the extracted context.
+
+<messages>
+Messages to summarize:
+{messages}
+</messages>"""  # noqa: E501
+"""LangChain 1.5.2's ``DEFAULT_SUMMARY_PROMPT``, word for word (a test compares them)."""
+
+_KINDS = ("tokens", "messages", "fraction")
+_DEFAULT_KEEP = ("messages", 20)
+_DEFAULT_TRIM = 4000
+_ID_DISPLAY = 64
+
+
+# --- validation --------------------------------------------------------------------------------
+
+
+def _size(name: str, kind: object, value: object) -> tuple[str, int | float]:
+    if kind not in _KINDS:
+        raise StrategyError(f"{name} kind must be one of {list(_KINDS)}, but {kind!r} was passed")
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise StrategyError(f"{name} {kind} must be a number, got {value!r}")
+    if kind == "fraction":
+        if not (isinstance(value, (int, float)) and math.isfinite(value) and 0 < value <= 1):
+            raise StrategyError(f"{name} fraction must be > 0 and <= 1, got {value!r}")
+        return kind, float(value)
+    if not isinstance(value, int) or value <= 0:
+        raise StrategyError(f"{name} {kind} must be an int > 0, got {value!r}")
+    return kind, value  # type: ignore[return-value]
+
+
+def _clause(item: object) -> tuple[tuple[str, int | float], ...]:
+    if isinstance(item, tuple) and item and all(isinstance(p, tuple) and len(p) == 2 for p in item):
+        return tuple(_size("trigger", *p) for p in item)  # already a clause
+    if isinstance(item, tuple) and len(item) == 2:
+        return (_size("trigger", *item),)
+    if isinstance(item, Mapping):
+        if not item:
+            raise StrategyError("a trigger clause must name at least one of 'tokens', 'messages', 'fraction'")
+        return tuple(_size("trigger", k, v) for k, v in item.items())
+    raise StrategyError(
+        f"trigger must be a (kind, value) pair, a mapping of them, or a list of either, got {item!r}"
+    )
+
+
+def _clauses(trigger: object) -> tuple[tuple[tuple[str, int | float], ...], ...]:
+    if isinstance(trigger, tuple) and trigger and all(
+            isinstance(c, tuple) and c and all(isinstance(p, tuple) for p in c) for c in trigger):
+        return tuple(_clause(c) for c in trigger)  # already clauses (a copy, a pickle)
+    if isinstance(trigger, list):
+        if not trigger:
+            raise StrategyError("trigger must hold at least one clause; a strategy that never acts is FullContext")
+        return tuple(_clause(item) for item in trigger)
+    return (_clause(trigger),)
+
+
+
+
+# --- SummarizationMiddleware ---------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class Summarization:
+    """LangChain's ``SummarizationMiddleware``, natively (see the module doc for every rule).
+
+    Build a context with ``Summarization(...).context(system, counter=, distill=)``.
+    """
+
+    trigger: Any
+    """``("tokens", n)``, ``("messages", n)``, ``("fraction", f)``; a mapping of several
+    (all must hold) or a list of either (any). Stored as clauses: a tuple of clauses, each a
+    tuple of ``(kind, value)`` pairs, any clause met when all its pairs are. LangChain's
+    default, ``None`` (never summarize), is refused: a strategy that never acts is
+    `FullContext`."""
+    keep: tuple[str, int | float] = _DEFAULT_KEEP
+    """What survives a fold: ``("messages", n)`` units, or ``("tokens", n)`` /
+    ``("fraction", f)`` of the newest units."""
+    trim_tokens_to_summarize: int | None = _DEFAULT_TRIM
+    """The summarizer sees at most this many tokens of the newest folded units (``None``:
+    all of them)."""
+    context_window: int | None = None
+    """The model's maximum input tokens (LangChain reads the model's profile
+    ``max_input_tokens``): needed by ``"fraction"``, ignored otherwise."""
+    summary_prompt: str = field(default=DEFAULT_SUMMARY_PROMPT, repr=False)
+    """The prompt, with ``{messages}`` where the formatted history goes."""
+    reported_usage: bool = False
+    """Replies carry the usage the replay reports, and the newest reply's total (input plus
+    output tokens) also meets a token threshold (see the module doc)."""
+
+    def __post_init__(self) -> None:
+        clauses = _clauses(self.trigger)
+        object.__setattr__(self, "trigger", clauses)
+        if not (isinstance(self.keep, tuple) and len(self.keep) == 2):
+            raise StrategyError(f"keep must be a (kind, value) pair such as ('messages', 20), got {self.keep!r}")
+        object.__setattr__(self, "keep", _size("keep", *self.keep))
+        if self.trim_tokens_to_summarize is not None:
+            _check_int("trim_tokens_to_summarize", self.trim_tokens_to_summarize, 0)
+        if self.context_window is not None:
+            _check_int("context_window", self.context_window, 1)
+        fraction = any(k == "fraction" for c in clauses for k, _ in c) or self.keep[0] == "fraction"
+        if fraction and self.context_window is None:
+            raise StrategyError(
+                "a 'fraction' trigger or keep needs the model's maximum input tokens: pass context_window="
+            )
+        if not isinstance(self.summary_prompt, str) or "{messages}" not in self.summary_prompt:
+            raise StrategyError(f"summary_prompt must be a str with a {{messages}} field, got {self.summary_prompt!r:.80}")
+        try:
+            self.summary_prompt.format(messages="")
+        except (KeyError, IndexError, ValueError) as exc:
+            raise StrategyError(f"summary_prompt must format with only {{messages}}: {exc!r}") from exc
+        if not isinstance(self.reported_usage, bool):
+            raise StrategyError(f"reported_usage must be a bool, got {self.reported_usage!r}")
+
+    def _threshold(self, kind: str, value: int | float) -> int:
+        if kind == "fraction":
+            return max(1, int(self.context_window * value))  # type: ignore[operator]
+        return int(value)
+
+    def triggered(self, units: Sequence[Message], tokens: int, reported: int | None = None) -> bool:
+        """Whether LangChain summarizes a state of ``units`` pricing ``tokens``, the newest
+        reply in it having reported ``reported`` total tokens (``None``: no usage)."""
+        def met(kind: str, value: int | float) -> bool:
+            if kind == "messages":
+                return len(units) >= value
+            threshold = self._threshold(kind, value)
+            return tokens >= threshold or bool(reported) and reported >= threshold  # type: ignore[operator]
+
+        return any(all(met(k, v) for k, v in clause) for clause in self.trigger)
+
+    def cutoff(self, units: Sequence[Message], count: Callable[[Sequence[Message]], int]) -> int:
+        """How many of the oldest units a fold summarizes (0: none)."""
+        kind, value = self.keep
+        if kind == "messages":
+            if len(units) <= value:
+                return 0
+            return safe_cutoff(units, len(units) - int(value))
+        if not units:
+            return 0
+        target = max(1, self._threshold(kind, value))
+        if count(units) <= target:
+            return 0
+        left, right = 0, len(units)
+        candidate = len(units)
+        for _ in range(len(units).bit_length() + 1):
+            if left >= right:
+                break
+            mid = (left + right) // 2
+            if count(units[mid:]) <= target:
+                candidate = right = mid
+            else:
+                left = mid + 1
+        if candidate == len(units):
+            candidate = left
+        if candidate >= len(units):
+            if len(units) == 1:
+                return 0
+            candidate = len(units) - 1
+        return safe_cutoff(units, candidate)
+
+    def prompt(self, units: Sequence[Message], count: Callable[[Sequence[Message]], int]) -> str | None:
+        """The summarizer's prompt for folding ``units`` (``None``: nothing to send, see the
+        module doc)."""
+        if not units:
+            return None
+        trimmed = list(units) if self.trim_tokens_to_summarize is None else trim_last(
+            units, self.trim_tokens_to_summarize, count)
+        if not trimmed:
+            return None
+        return self.summary_prompt.format(messages=buffer_xml(trimmed)).rstrip()
+
+    @property
+    def limit_tokens(self) -> int | None:
+        """The lowest token threshold of a clause that is only a token threshold (``None``:
+        every clause counts messages)."""
+        marks = [self._threshold(k, v) for c in self.trigger if len(c) == 1 for k, v in c if k != "messages"]
+        return min(marks) if marks else None
+
+    def context(self, base_system: str, *, counter: Any, distill: Distill, tools: Sequence[Mapping[str, Any]] = (),
+                on_event: Callable[[object], None] | None = None) -> "SummarizationContext":
+        """A fresh lifecycle context (see `SummarizationContext`)."""
+        return SummarizationContext(base_system, self, counter=counter, distill=distill, tools=tools,
+                                    on_event=on_event)
+
+
+class _UnitLifecycle(PolicyLifecycle):
+    """Harpe's lifecycle over a LangChain-style *state*: a list of units that a middleware
+    may rewrite, restored with the transcript when a turn aborts."""
+
+    def __init__(self, base_system: str, *, limit: Limit | None = None) -> None:
+        super().__init__(base_system, self._step, limit=limit)
+        self._state: list[Message] = []
+        self._origin: dict[int, tuple[Message, Message]] = {}  # id(unit) -> (unit, original)
+        self._state_mark: list[Message] = []
+        self._input_units: list[Message] = []
+
+    def begin_turn(self, input: UserInput) -> None:
+        self._state_mark = list(self._state)
+        super().begin_turn(input)
+        self._input_units = self._state[len(self._state_mark):]
+
+    def _added(self, message: Message) -> None:
+        for unit in units_of(message):
+            self._origin[id(unit)] = (unit, message)
+            self._state.append(unit)
+
+    def _restored(self) -> None:
+        self._state = self._state_mark + self._input_units
+
+    def _pairs(self, units: Iterable[Message]) -> list[tuple[Message, Message | None]]:
+        get = self._origin.get
+        out = []
+        for u in units:
+            hit = get(id(u))
+            out.append((u, hit[1] if hit is not None and hit[0] is u else None))
+        return out
+
+    @property
+    def state(self) -> tuple[Message, ...]:
+        """The state's units, as LangChain holds them (summary message first after a fold)."""
+        return tuple(self._state)
+
+    def _step(self, transcript: Sequence[Message]) -> tuple[Message, ...]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def compact(self) -> Compaction:
+        return self._request(self._step(self.transcript))
+
+
+class SummarizationContext(_UnitLifecycle):
+    """`Summarization` run before every request over a LangChain-style state.
+
+    Declares a ``"high_water"`` `Limit` at the lowest pure token threshold plus what the
+    system prompt and ``tools`` add to a request (LangChain counts the state's messages
+    only); none when every clause counts messages. Reports each distill call
+    (`MeteredDistill`) and a fold that called the distiller as `ContextCompacted`; a fold
+    whose summarizer saw nothing (``"Previous conversation was too long to summarize."``)
+    drops the messages without summarizing them.
+    """
+
+    def __init__(self, base_system: str, config: Summarization, *, counter: Any, distill: Distill,
+                 tools: Sequence[Mapping[str, Any]] = (), on_event: Callable[[object], None] | None = None) -> None:
+        if not isinstance(config, Summarization):
+            raise StrategyError(f"config must be a Summarization, got {config!r}")
+        _check_counter(counter)
+        mark = config.limit_tokens
+        limit = None
+        if mark is not None:
+            extra = counter.count_rendered(Rendered(base_system, ()), tuple(tools)) - counter.count_rendered(Rendered("", ()))
+            limit = Limit(tokens=mark + max(0, int(extra)), kind="high_water")
+        super().__init__(base_system, limit=limit)
+        self.config = config
+        self.counter = counter
+        self._events = EventHub(on_event)
+        self._distill = MeteredDistill(distill, self._events)
+        self.folds = 0
+        """Folds made so far (with a distill call or not)."""
+        self._usage: Usage | None = None
+        self._reported: dict[int, tuple[Message, int]] = {}  # id(reply) -> (reply, total tokens)
+
+    def observe(self, usage: Usage) -> None:
+        if self.config.reported_usage:
+            self._usage = usage
+
+    def _added(self, message: Message) -> None:
+        if isinstance(message, AssistantMessage) and self._usage is not None:
+            u = self._usage
+            self._reported[id(message)] = (message, u.input_tokens + u.output_tokens)
+            self._usage = None
+        super()._added(message)
+
+    def reported(self, units: Sequence[Message]) -> int | None:
+        """The total tokens the newest reply in ``units`` reported (``None``: none)."""
+        last = next((u for u in reversed(units) if isinstance(u, AssistantMessage)), None)
+        hit = self._reported.get(id(last)) if last is not None else None
+        return hit[1] if hit is not None and hit[0] is last else None
+
+    @property
+    def distill(self) -> Distill:
+        return self._distill.distill
+
+    def subscribe(self, sink: Callable[[object], None]) -> None:
+        self._events.subscribe(sink)
+
+    def count(self, units: Sequence[Message]) -> int:
+        """LangChain's ``token_counter``: the replay's counter on the units alone."""
+        return int(self.counter.count_rendered(Rendered("", tuple(units))))
+
+    def _summary(self, folded: Sequence[Message]) -> str | None:
+        prompt = self.config.prompt(folded, self.count)
+        if prompt is None:
+            return None
+        reply = self._distill(Rendered("", (UserInput(prompt),)))
+        return (reply or "").strip()
+
+    def _step(self, transcript: Sequence[Message]) -> tuple[Message, ...]:
+        state = self._state
+        if self.config.triggered(state, self.count(state), self.reported(state)):
+            cut = self.config.cutoff(state, self.count)
+            if cut > 0:
+                folded, kept = state[:cut], state[cut:]
+                text = self._summary(folded)
+                self._state = [UserInput(SUMMARY_PREFIX + (TOO_LONG if text is None else text)), *kept]
+                self.folds += 1
+                if text is not None:
+                    # without a distill call the folded messages are dropped, not summarized
+                    self._events.emit(ContextCompacted(len(regroup(self._pairs(folded)))))
+        return regroup(self._pairs(self._state))
+
+    def __repr__(self) -> str:
+        return f"SummarizationContext({self.config!r}, {len(self._state)} units)"
+
+
