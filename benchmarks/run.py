@@ -124,6 +124,7 @@ def journal_rows(size_mb: int, reps: int) -> list[Row]:
         turns = journal.generate(path, size_mb)
         size = path.stat().st_size
         log(f"journal: generated {size / 1e6:.0f} MB ({turns} turns) in {time.perf_counter() - started:.1f} s")
+        log(f"journal: Journal.stream reads the {journal.verify(path)} records the general path reads")
         for rep in range(reps):
             for mode in modes:
                 elapsed, n, _rss = journal._run(path, mode)
