@@ -20,6 +20,7 @@ from ._envelope import Line, exact_fields, turn_ids
 from ._events import FAILED, GENERATIONS, KIND, REQUEST, RESPONSE, TURN_PREFIX, Kind
 from ._fold import Fold
 from ._problems import Bad, Lines
+from ._records import BARE as BARE_RECORDS
 from ._records import Item, TurnData, TurnRecord, UsageRows, decode, decode_usage, metered, outcome, usages
 from ._sessionlog import SessionLog
 
@@ -295,12 +296,13 @@ class Assembler:
                                                "message of its own); Harpe records nothing for it", REQUEST)
             self._unattributed(span)
             return None
-        record = TurnRecord(
-            request=self.request.payload, response=self._exact_payload(fields, raw), data=turn.data,
-            usage=usages(turn.own, turn.metering, self.lines), nested_usage=usages(turn.other, turn.metering, self.lines),
-            turn_id=turn.turn_id, terminated=turn.terminated, lines=(self.request.line, line),
-            started=self.request.time, ended=t,
-        )
+        values = {
+            "request": self.request.payload, "response": self._exact_payload(fields, raw), "data": turn.data,
+            "usage": usages(turn.own, turn.metering, self.lines),
+            "nested_usage": usages(turn.other, turn.metering, self.lines), "turn_id": turn.turn_id,
+            "terminated": turn.terminated, "lines": (self.request.line, line), "started": self.request.time, "ended": t,
+        }
+        record = _codec.bare(TurnRecord, values) if BARE_RECORDS else TurnRecord(**values)
         if self.rows is not None:
             self.rows.add(turn.own, self.count, True, turn.metering)
             self.rows.add(turn.other, self.count, False, turn.metering)

@@ -13,7 +13,7 @@ from ._problems import Bad, Inexact, show
 
 __all__ = [
     "encode_message", "decode_message", "message", "common", "usage", "common_usage", "as_user", "carries_tokens",
-    "payload", "error_detail", "inexact", "calls_inexact", "CONTAINERS", "EXACT_LIMIT", "BARE"
+    "payload", "error_detail", "inexact", "calls_inexact", "CONTAINERS", "EXACT_LIMIT", "BARE", "bare"
 ]
 
 # --- exact numbers -------------------------------------------------------------------------
@@ -154,7 +154,9 @@ _new = object.__new__
 _set_dict = object.__setattr__
 
 
-def _bare(cls: type, values: dict[str, Any]) -> Any:
+def bare(cls: type, values: dict[str, Any]) -> Any:
+    """An instance of the dataclass ``cls`` with ``values`` as its ``__dict__``, built
+    without ``__init__`` (the values must be complete and final)."""
     obj = _new(cls)
     _set_dict(obj, "__dict__", values)
     return obj
@@ -171,7 +173,7 @@ def _bare_matches() -> bool:
             (Usage(1, 2, 3, 4, "p", "m"), Usage, {"input_tokens": 1, "output_tokens": 2, "cache_read_tokens": 3,
                                                   "cache_write_tokens": 4, "provider": "p", "model": "m"}),
         )
-        return all(vars(made) == values and _bare(cls, dict(values)) == made for made, cls, values in samples)
+        return all(vars(made) == values and bare(cls, dict(values)) == made for made, cls, values in samples)
     except (TypeError, AttributeError):  # slots, or a constructor that wants more
         return False
 
