@@ -222,10 +222,12 @@ def run(*, reps: int = 3, count: int = 30, turns: int = 150, dask: bool = True, 
             beside = interleaved({"1 worker": one_worker,
                                   "dask 2": _cold(lambda: functools.partial(_sweep, convs, client), client)},
                                  reps, check=check, progress="scale-out on dask", clock=time.perf_counter)  # fmt: skip
+        dask_cpu = sorted(seen["dask 2"], key=lambda run: sum(run[0].values()))[len(seen["dask 2"]) // 2][0]
         ratio(beside.median("1 worker"), beside.median("dask 2"),
               "sweep(workers=1) / sweep(executor=Client(LocalCluster(2 workers)))", DASK_GOAL, beside.reps("dask 2"),
               "one worker timed beside dask, with the cluster up; each chunk's conversation pickled once; "
-              "cluster started and warmed up untimed")  # fmt: skip
+              "cluster started and warmed up untimed; the dask workers' CPU "
+              f"{' + '.join(f'{x:.2f}' for x in sorted(dask_cpu.values()))} s")  # fmt: skip
     estimates = [_estimate(one_cpu, cpu, parent_cpu) for cpu, parent_cpu in seen["2 workers"]]
     middle = sorted(estimates, key=lambda e: e[0])[len(estimates) // 2]
     rows.append(Row("4 scale-out", "idle-machine estimate of sweep(workers=1) / sweep(workers=2), from CPU time",
