@@ -339,8 +339,9 @@ class TestSummarization:
             sent, history = folded.rendered(i).messages, full.rendered(i).messages
             assert_pairs_by_ids(sent)
             assert folded.sent_ids(i)[-1] == folded.available_ids(i)[-1]
-            # at most keep units and one tool round (<= 3 results) beside the summary: under the trigger
-            assert len(_units(sent)) < trigger
+            # under the trigger, or just folded: the summary, keep units, and what the cut moved
+            # back over to reach the call of a round (its call and up to 2 earlier results)
+            assert len(_units(sent)) <= max(trigger - 1, 1 + keep + 3)
             if isinstance(sent[0], UserInput) and sent[0].text.startswith(SUMMARY_PREFIX):
                 rest = sent[1:]
                 assert not any(isinstance(m, UserInput) and m.text.startswith(SUMMARY_PREFIX) for m in rest)
