@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 import pytest
 
 from conftest import REAL_DATA
+from harpe_lab.strategies.editing import EditContext
 from harpe_lab.strategies.harpe import FullContext
 from harpe_lab.conversation import Conversation, Turn
 from harpe_lab.messages import AssistantMessage, Attachment, ToolCall, ToolResult, ToolResults, UserInput
@@ -94,6 +95,17 @@ def check_replay(conversation: Conversation, factory, policy, *, counter, newest
         if history and newest:
             assert edited.sent_ids(i)[-1] == edited.available_ids(i)[-1], f"request {i} lost its newest message"
     frame = edited.requests
+    probe = factory()
+    if type(probe) is EditContext and callable(getattr(probe.policy, "incremental", None)):
+        # the policy's editor (one request at a time) against the policy applied to the
+        # whole history at every request: the same requests, the same stand-in objects
+        bound = probe.policy
+        whole = replay(conversation, lambda: EditContext(SYSTEM, lambda ms: bound(ms), limit=probe.limit),
+                       counter=counter, name="edited")
+        assert frame.equals(whole.requests), "the editor's frame differs from the whole-history policy's"
+        for i in range(len(whole)):
+            assert edited.sent_ids(i) == whole.sent_ids(i)
+            assert edited.rendered(i) == whole.rendered(i)
     # a request that only grew is sent as "the previous one plus new messages"
     for i in range(1, len(full)):
         prev, now = edited.rendered(i - 1).messages, edited.rendered(i).messages
@@ -135,3 +147,28 @@ def conversations(draw, *, max_turns: int = 5, max_rounds: int = 6) -> Conversat
             messages.append(AssistantMessage(f"answer {t} " + draw(_line)))
         turns.append(Turn(UserInput(f"task {t} " + draw(_line)), tuple(messages), outcome))
     return Conversation(tuple(turns), id="generated")
+
+
+def tool_session(rounds: int, output: str = "out {k}") -> list:
+    """A task, then ``rounds`` tool rounds of one call each: call ``c<k>``, output ``output``
+    formatted with ``k``."""
+    msgs = [user("fix the bug")]
+    for k in range(1, rounds + 1):
+        msgs += round_trip(f"c{k}", output.format(k=k))
+    return msgs
+
+
+def drive(ctx, msgs) -> list[tuple]:
+    """The requests ``ctx`` sends for a task and its one-call rounds, one request per round."""
+    ctx.begin_turn(msgs[0])
+    sent = [ctx.compact().rendered.messages]
+    for k in range(1, len(msgs), 2):
+        ctx.append(msgs[k])
+        ctx.append(msgs[k + 1])
+        sent.append(ctx.compact().rendered.messages)
+    return sent
+
+
+def round_numbers(messages) -> list[int]:
+    """The round numbers (c1 -> 1) of the tool results in ``messages``."""
+    return [int(m.results[0].id[1:]) for m in messages if isinstance(m, ToolResults)]

@@ -10,6 +10,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from editing_support import (
+    drive,
+    round_numbers,
+    tool_session,
     SYSTEM,
     assert_pairs_by_ids,
     conversations,
@@ -40,25 +43,7 @@ class Scripted:
         return f"S{len(self.requests)}" if self.replies is None else self.replies[len(self.requests) - 1]
 
 
-def _session(rounds: int) -> list:
-    msgs = [user("fix the bug")]
-    for k in range(1, rounds + 1):
-        msgs += round_trip(f"c{k}", f"out {k}\nline 2")
-    return msgs
-
-
-def _drive(ctx, msgs) -> list[tuple]:
-    ctx.begin_turn(msgs[0])
-    sent = [ctx.compact().rendered.messages]
-    for k in range(1, len(msgs), 2):
-        ctx.append(msgs[k])
-        ctx.append(msgs[k + 1])
-        sent.append(ctx.compact().rendered.messages)
-    return sent
-
-
-def _rounds(messages) -> list[int]:
-    return [int(m.results[0].id[1:]) for m in messages if isinstance(m, ToolResults)]
+TWO_LINES = "out {k}\nline 2"  # every output two lines long: masking says how many it omitted
 
 
 def _verbatim(messages) -> list[int]:
@@ -103,8 +88,9 @@ class TestArithmetic:
     def test_a_checkpoint_every_n_turns_once_n_plus_m_are_unsummarized(self):
         # N = 2, M = 1, a window wide enough to mask nothing
         distill = Scripted()
-        sent = _drive(Hybrid(summarize_turns=2, keep_turns=1, window=50).context(SYSTEM, distill=distill), _session(7))
-        assert [_rounds(s) for s in sent] == [[], [1], [1, 2], [3], [3, 4], [5], [5, 6], [7]]
+        sent = drive(Hybrid(summarize_turns=2, keep_turns=1, window=50).context(SYSTEM, distill=distill),
+                     tool_session(7, TWO_LINES))
+        assert [round_numbers(s) for s in sent] == [[], [1], [1, 2], [3], [3, 4], [5], [5, 6], [7]]
         assert [_checkpoints(s) for s in sent] == [
             [], [], [], ["Checkpoint for the last 2 turns:\nS1"], ["Checkpoint for the last 2 turns:\nS1"],
             ["Checkpoint for the last 2 turns:\nS2"], ["Checkpoint for the last 2 turns:\nS2"],
@@ -115,7 +101,8 @@ class TestArithmetic:
 
     def test_the_distill_requests(self):
         distill = Scripted()
-        _drive(Hybrid(summarize_turns=2, keep_turns=1, window=50).context(SYSTEM, distill=distill), _session(5))
+        drive(Hybrid(summarize_turns=2, keep_turns=1, window=50).context(SYSTEM, distill=distill),
+              tool_session(5, TWO_LINES))
         first, second = distill.requests
         assert first.system == CHECKPOINT_SYSTEM
         assert first.messages[0].text.startswith(
@@ -129,22 +116,23 @@ class TestArithmetic:
     def test_masking_applies_to_what_the_checkpoint_left(self):
         # N = 3, M = 3, window = 2: at 6 rounds, rounds 1-3 fold; of 4..6 only 5, 6 keep their output
         distill = Scripted()
-        sent = _drive(Hybrid(summarize_turns=3, keep_turns=3, window=2).context(SYSTEM, distill=distill), _session(8))
-        assert [_rounds(s) for s in sent[5:]] == [[1, 2, 3, 4, 5], [4, 5, 6], [4, 5, 6, 7], [4, 5, 6, 7, 8]]
+        sent = drive(Hybrid(summarize_turns=3, keep_turns=3, window=2).context(SYSTEM, distill=distill),
+                     tool_session(8, TWO_LINES))
+        assert [round_numbers(s) for s in sent[5:]] == [[1, 2, 3, 4, 5], [4, 5, 6], [4, 5, 6, 7], [4, 5, 6, 7, 8]]
         assert [_verbatim(s) for s in sent[5:]] == [[4, 5], [5, 6], [6, 7], [7, 8]]
         assert sent[6][0].text == "fix the bug" and _checkpoints(sent[6])  # task and checkpoint never masked
 
     def test_before_the_first_checkpoint_it_is_masking_alone(self):
-        msgs = _session(8)
-        sent = _drive(Hybrid(summarize_turns=5, keep_turns=4, window=3).context(SYSTEM, distill=Scripted()), msgs)
+        msgs = tool_session(8, TWO_LINES)
+        sent = drive(Hybrid(summarize_turns=5, keep_turns=4, window=3).context(SYSTEM, distill=Scripted()), msgs)
         for r, s in enumerate(sent):
             assert s == LastNObservations(n=3)(msgs[: 1 + 2 * r])
 
     def test_at_most_n_plus_m_minus_one_turns_are_unsummarized(self):
         h = Hybrid(summarize_turns=4, keep_turns=2, window=50)
-        sent = _drive(h.context(SYSTEM, distill=Scripted()), _session(30))
-        assert max(len(_rounds(s)) for s in sent) == 4 + 2 - 1
-        assert min(len(_rounds(s)) for s in sent[6:]) == 2
+        sent = drive(h.context(SYSTEM, distill=Scripted()), tool_session(30, TWO_LINES))
+        assert max(len(round_numbers(s)) for s in sent) == 4 + 2 - 1
+        assert min(len(round_numbers(s)) for s in sent[6:]) == 2
 
     def test_later_user_inputs_are_folded_or_kept_in_order(self):
         ctx = Hybrid(summarize_turns=2, keep_turns=1, window=50).context(SYSTEM, distill=Scripted())
@@ -168,14 +156,15 @@ class TestArithmetic:
 
     def test_a_declined_checkpoint_is_tried_again(self):
         distill = Scripted([None, "later"])
-        sent = _drive(Hybrid(summarize_turns=2, keep_turns=1, window=50).context(SYSTEM, distill=distill), _session(4))
-        assert _rounds(sent[3]) == [1, 2, 3] and not _checkpoints(sent[3])
-        assert _checkpoints(sent[4]) == ["Checkpoint for the last 2 turns:\nlater"] and _rounds(sent[4]) == [3, 4]
+        sent = drive(Hybrid(summarize_turns=2, keep_turns=1, window=50).context(SYSTEM, distill=distill),
+                     tool_session(4, TWO_LINES))
+        assert round_numbers(sent[3]) == [1, 2, 3] and not _checkpoints(sent[3])
+        assert _checkpoints(sent[4]) == ["Checkpoint for the last 2 turns:\nlater"] and round_numbers(sent[4]) == [3, 4]
 
     def test_an_aborted_turn_undoes_its_checkpoint(self):
         ctx = Hybrid(summarize_turns=2, keep_turns=1, window=50).context(SYSTEM, distill=Scripted())
-        msgs = _session(2)
-        _drive(ctx, msgs)
+        msgs = tool_session(2, TWO_LINES)
+        drive(ctx, msgs)
         ctx.commit_turn()
         ctx.begin_turn(user("again"))
         for m in round_trip("c3", "z"):

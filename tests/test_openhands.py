@@ -10,6 +10,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from editing_support import (
+    drive,
+    round_numbers,
+    tool_session,
     SYSTEM,
     assert_an_edit,
     assert_pairs_by_ids,
@@ -58,30 +61,6 @@ class Scripted:
         if self.replies is not None:
             return self.replies[len(self.requests) - 1]
         return f"S{len(self.requests)}"
-
-
-def _session(rounds: int) -> list:
-    """A task, then ``rounds`` tool rounds of one call each (two events a round)."""
-    msgs = [user("fix the bug")]
-    for k in range(1, rounds + 1):
-        msgs += round_trip(f"c{k}", f"out {k}")
-    return msgs
-
-
-def _drive(ctx, msgs) -> list[tuple]:
-    """The requests ``ctx`` sends for a task and its rounds, one request per round."""
-    ctx.begin_turn(msgs[0])
-    sent = [ctx.compact().rendered.messages]
-    for k in range(1, len(msgs), 2):
-        ctx.append(msgs[k])
-        ctx.append(msgs[k + 1])
-        sent.append(ctx.compact().rendered.messages)
-    return sent
-
-
-def _rounds(messages) -> list[int]:
-    """The round numbers (c1 -> 1) of the tool results in ``messages``."""
-    return [int(m.results[0].id[1:]) for m in messages if isinstance(m, ToolResults)]
 
 
 class TestValidation:
@@ -133,7 +112,7 @@ class TestEvents:
         assert events_in([reply("just text")]) == 1
         assert events_in([reply("", call("a"), call("b"), call("c"))]) == 3  # an action per call
         assert events_in([results(("a", "1"), ("b", "2"), ("c", "3"))]) == 3  # an observation per result
-        assert events_in(_session(5)) == 11
+        assert events_in(tool_session(5)) == 11
 
     def test_truncate_content_is_openhands_middle_cut(self):
         marker = "\n[... Observation truncated due to length ...]\n"
@@ -147,26 +126,26 @@ class TestEvents:
 
 class TestAmortizedArithmetic:
     def test_at_max_size_nothing_is_forgotten(self):
-        msgs = [*_session(4), reply("done")]  # 10 events
+        msgs = [*tool_session(4), reply("done")]  # 10 events
         assert AmortizedForgetting(max_size=10, keep_first=1)(msgs) == tuple(msgs)
 
     def test_keeps_keep_first_and_the_last_half_minus_keep_first(self):
         # 11 events > 10: head = 1 event (the task), tail = 10 // 2 - 1 = 4 events = rounds 4, 5
-        msgs = _session(5)
+        msgs = tool_session(5)
         out = AmortizedForgetting(max_size=10, keep_first=1)(msgs)
         assert out == (msgs[0], *msgs[7:])
         assert events_in(out) == 10 // 2
 
     def test_a_pair_the_tail_starts_in_is_forgotten_whole(self):
         # 12 events: the naive tail (4 events) starts at round 4's results; round 4 goes too
-        msgs = [*_session(5), reply("done")]
+        msgs = [*tool_session(5), reply("done")]
         out = AmortizedForgetting(max_size=10, keep_first=1)(msgs)
         assert out == (msgs[0], *msgs[9:])
         assert_pairs_by_ids(out)
 
     def test_a_pair_the_head_ends_in_is_kept_whole(self):
         # keep_first = 2 ends in round 1's results: the head keeps round 1
-        msgs = _session(6)  # 13 events; tail = 12 // 2 - 2 = 4 events
+        msgs = tool_session(6)  # 13 events; tail = 12 // 2 - 2 = 4 events
         out = AmortizedForgetting(max_size=12, keep_first=2)(msgs)
         assert out == (*msgs[:3], *msgs[9:])
 
@@ -184,17 +163,17 @@ class TestAmortizedArithmetic:
         assert out[-1] is msgs[-1]
 
     def test_keep_first_zero_can_forget_the_task(self):
-        msgs = _session(5)
+        msgs = tool_session(5)
         assert AmortizedForgetting(max_size=10, keep_first=0)(msgs) == tuple(msgs[7:])
 
     def test_rolling_builds_on_what_was_forgotten(self):
         ctx = AmortizedForgetting(max_size=10, keep_first=1).context(SYSTEM)
         seen: list = []
         ctx.subscribe(seen.append)
-        sent = _drive(ctx, _session(10))
+        sent = drive(ctx, tool_session(10))
         # 1 + 2r events: condensed at r = 5 (11 events) to the task and rounds 4, 5; then it
         # grows from there and is condensed again at r = 8 (rounds 4..8 = 11 events)
-        assert [_rounds(s) for s in sent] == [
+        assert [round_numbers(s) for s in sent] == [
             [], [1], [1, 2], [1, 2, 3], [1, 2, 3, 4], [4, 5], [4, 5, 6], [4, 5, 6, 7], [7, 8], [7, 8, 9],
             [7, 8, 9, 10],
         ]
@@ -204,7 +183,7 @@ class TestAmortizedArithmetic:
 
     def test_growth_is_not_a_compaction_and_a_condensation_is(self):
         ctx = AmortizedForgetting(max_size=10, keep_first=1).context(SYSTEM)
-        msgs = _session(5)
+        msgs = tool_session(5)
         ctx.begin_turn(msgs[0])
         flags = [ctx.compact().compacted]
         for k in range(1, len(msgs), 2):
@@ -220,14 +199,14 @@ class TestSummarizingArithmetic:
         ctx = LLMSummarizing(max_size=10, keep_first=1, **kw).context(SYSTEM, distill=distill)
         seen: list = []
         ctx.subscribe(seen.append)
-        return _drive(ctx, _session(rounds)), distill, seen
+        return drive(ctx, tool_session(rounds)), distill, seen
 
     def test_summary_after_the_head_and_the_previous_summary_folded_in(self):
         sent, distill, seen = self._run(9)
         # tail = 10 // 2 - 1 - 1 = 3 events. r = 5 (11 events): the naive tail starts at round
         # 4's results, so rounds 1-4 are summarized -> [task, S1, round 5] (4 events). Then
         # 4 + 2k events with the summary: r = 9 makes 12 > 10 -> rounds 5-8 into S2.
-        assert [_rounds(s) for s in sent] == [[], [1], [1, 2], [1, 2, 3], [1, 2, 3, 4], [5], [5, 6], [5, 6, 7],
+        assert [round_numbers(s) for s in sent] == [[], [1], [1, 2], [1, 2, 3], [1, 2, 3, 4], [5], [5, 6], [5, 6, 7],
                                               [5, 6, 7, 8], [9]]
         assert sent[5][1] == UserInput("S1") and sent[8][1] is sent[5][1]  # one stable summary message
         assert sent[9][:2] == (UserInput("fix the bug"), UserInput("S2"))
@@ -262,24 +241,24 @@ class TestSummarizingArithmetic:
     def test_each_event_is_cut_to_max_event_length(self):
         msgs = [user("t"), *round_trip("c1", "x" * 500)] + [m for k in range(2, 7) for m in round_trip(f"c{k}", "y")]
         distill = Scripted()
-        _drive(LLMSummarizing(max_size=10, keep_first=1, max_event_length=40).context(SYSTEM, distill=distill), msgs)
+        drive(LLMSummarizing(max_size=10, keep_first=1, max_event_length=40).context(SYSTEM, distill=distill), msgs)
         text = distill.requests[0].messages[0].text
         assert "x" * 500 not in text and "[... Observation truncated due to length ...]" in text
 
     def test_a_distiller_that_declines_leaves_the_view_and_is_asked_again(self):
         distill = Scripted([None, "later"])
         ctx = LLMSummarizing(max_size=10, keep_first=1).context(SYSTEM, distill=distill)
-        sent = _drive(ctx, _session(6))
-        assert _rounds(sent[5]) == [1, 2, 3, 4, 5]  # declined: sent as it is
+        sent = drive(ctx, tool_session(6))
+        assert round_numbers(sent[5]) == [1, 2, 3, 4, 5]  # declined: sent as it is
         # 13 events: the naive tail (3 events) starts at round 5's results, so only round 6 is kept
-        assert sent[6][1] == UserInput("later") and _rounds(sent[6]) == [6]
+        assert sent[6][1] == UserInput("later") and round_numbers(sent[6]) == [6]
         assert len(distill.requests) == 2
 
     def test_an_aborted_turn_undoes_its_condensation(self):
         distill = Scripted()
         ctx = LLMSummarizing(max_size=10, keep_first=1).context(SYSTEM, distill=distill)
-        msgs = _session(4)
-        _drive(ctx, msgs)
+        msgs = tool_session(4)
+        drive(ctx, msgs)
         ctx.commit_turn()
         ctx.begin_turn(user("again"))
         for m in round_trip("c5", "z"):
@@ -296,7 +275,7 @@ class TestSummarizingArithmetic:
 class TestObservationMasking:
     def test_openhands_arithmetic(self):
         # events: task 0, c1 1, o1 2, c2 3, o2 4, c3 5, o3 6; masked: i < 7 - window
-        msgs = _session(3)
+        msgs = tool_session(3)
         masked = {w: [k for k, m in enumerate(ObservationMasking(attention_window=w)(msgs))
                       if isinstance(m, ToolResults) and m.results[0].content == MASKED] for w in range(1, 8)}
         assert masked == {1: [2, 4], 2: [2, 4], 3: [2], 4: [2], 5: [], 6: [], 7: []}
@@ -314,7 +293,7 @@ class TestObservationMasking:
         assert [r.content for r in out[2].results] == [MASKED, "2"]
 
     def test_user_inputs_and_replies_are_never_masked(self):
-        msgs = [*_session(3), reply("done"), user("next"), *round_trip("d", "z")]
+        msgs = [*tool_session(3), reply("done"), user("next"), *round_trip("d", "z")]
         out = ObservationMasking(attention_window=1)(msgs)
         assert_an_edit(msgs, out)
         assert all(o is m for o, m in zip(out, msgs) if not isinstance(m, ToolResults))
