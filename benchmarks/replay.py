@@ -61,12 +61,11 @@ LABELS = {
 INHERENT = {
     "autogen-token-limited": "AutoGen's TokenLimited prices the whole history at every request (count_tokens "
                              "over every message, then pops), by design",
-    "masking": "SWE-agent's history processor re-elides the whole history at every request, by design",
-    "trimming": "the Agents SDK's input filter re-trims the whole model input at every call, by design",
-    "clearing": "clear_tool_uses recomputes what to clear over every tool use at every request above the "
-                "trigger, by design",
 }
-"""Presets whose own algorithm is O(history) per request, more than tokenizing: said in their row."""
+"""Presets whose own algorithm is O(history) per request, more than tokenizing: said in their row.
+(The edit policies — masking, trimming, clearing and their kin — are replayed by editors that
+look only at what moved past the cut; what they cost beyond the floor is the engine re-summing
+a request from a message edited deep inside it, and tokenizing the stand-ins.)"""
 FIXED_SUMMARY = "The user and the agent worked through the task; decisions and facts so far: " + "x" * 900
 
 

@@ -199,6 +199,23 @@ class TestProperties:
                 assert frame.input_tokens.iloc[i] == whole.input_tokens.iloc[i]
             assert frame.overshoot_tokens.iloc[i] == max(0, frame.input_tokens.iloc[i] - trigger)
 
+    def test_a_call_id_reused_by_a_later_call_renames_an_excluded_use(self):
+        # the names are the whole request's, the last call of an id winning: a later call
+        # reusing the id of an excluded tool's use makes that use clearable (and the reverse)
+        from harpe_lab.conversation import Conversation, Turn
+
+        out = "x" * 300
+        rounds = [*round_trip("c1", out, "read"), *round_trip("c2", out), *round_trip("c1", out, "bash"),
+                  *round_trip("c3", out), *round_trip("c4", out)]
+        convo = Conversation((Turn(user("go"), (*rounds, reply("done")), "answered"),), id="reused-ids")
+        counter = BytesCounter()
+        for excluded in ({"read"}, {"bash"}):
+            clear = ClearToolUses(trigger=0, keep=1, exclude_tools=excluded, clear_at_least=10)
+            ctx = lambda: clear.context(SYSTEM, counter=counter)  # noqa: E731
+            edited, _ = check_replay(convo, ctx, Priced(clear, ctx().policy.price), counter=counter)
+            first = edited.rendered(-1).messages[2].results[0].content
+            assert first == (DEFAULT_PLACEHOLDER if excluded == {"read"} else out)
+
     @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
     @given(conversations(), st.integers(0, 6), st.booleans())
     def test_the_newest_keep_uses_are_verbatim_and_pairs_kept(self, convo, keep, inputs):

@@ -179,6 +179,26 @@ class TestProperties:
         t = ToolOutputTrimmer(recent_turns=recent, max_output_chars=limit, preview_chars=preview)
         check_replay(convo, lambda: t.context(SYSTEM), t, counter=BytesCounter())
 
+    def test_a_call_id_reused_by_a_later_call_renames_the_trimmed_outputs(self):
+        # the names are the whole request's, the last call of an id winning: a later call
+        # reusing an id already trimmed changes that output's stand-in (and with
+        # trimmable_tools, whether it is trimmed at all)
+        from harpe_lab.conversation import Conversation, Turn
+
+        long = "x" * 120
+        turns = (
+            Turn(user("one"), (reply("", call("c1", "read")), results(("c1", long)), reply("done")), "answered"),
+            Turn(user("two"), (reply("ok"),), "answered"),
+            Turn(user("three"), (reply("", call("c1", "bash")), results(("c1", long)), reply("done")), "answered"),
+            Turn(user("four"), (reply("ok"),), "answered"),
+        )
+        convo = Conversation(turns, id="reused-ids")
+        for tools in (None, {"bash"}, {"read"}):
+            t = ToolOutputTrimmer(recent_turns=1, max_output_chars=50, preview_chars=10, trimmable_tools=tools)
+            edited, _ = check_replay(convo, lambda: t.context(SYSTEM), t, counter=BytesCounter())
+            first = edited.rendered(-1).messages[2].results[0].content
+            assert first.startswith("[Trimmed: bash output") if tools != {"read"} else first == long
+
     @pytest.mark.parametrize("name", datasets.list_datasets())
     def test_bundled_conversations(self, name):
         t = ToolOutputTrimmer(recent_turns=1, max_output_chars=200, preview_chars=50)

@@ -43,6 +43,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 from ..errors import StrategyError
 from ..messages import AssistantMessage, Message, Rendered, ToolCall, ToolResult, ToolResults
 from ..protocol import Limit
+from ..tokens import prices_by_parts
 from .editing import EditContext
 
 __all__ = ["ClearToolUses", "DEFAULT_PLACEHOLDER", "Priced"]
@@ -175,6 +176,16 @@ class Priced:
     def __call__(self, messages: Sequence[Message]) -> tuple[Message, ...]:
         return self.clear(messages, tokens=self.price)
 
+    def incremental(self) -> "_Clearer | None":
+        """An editor for `EditContext`, when the price is a sum over the messages (``None``:
+        the policy is applied to the whole transcript at each request)."""
+        price = self.price
+        if (not isinstance(price, _RequestPrice) or not prices_by_parts(price.counter)
+                or self.clear.clear_tool_inputs):
+            return None
+        fixed = int(price.counter.count_rendered(Rendered(price.system, ()), price.tools))
+        return _Clearer(self.clear, fixed, price.counter.count_message)
+
 
 @dataclass(frozen=True)
 class _RequestPrice:
@@ -184,3 +195,89 @@ class _RequestPrice:
 
     def __call__(self, messages: Sequence[Message]) -> int:
         return int(self.counter.count_rendered(Rendered(self.system, tuple(messages)), self.tools))
+
+
+class _Clearer:
+    """`ClearToolUses` (inputs kept) over messages that only grow, priced as a sum over them.
+
+    The uses to clear are the oldest ones, so what is *planned* — the edit if it applies —
+    only grows at its end: each call plans the uses the ``keep`` newest left behind since the
+    last. The plan is sent while the request is above the trigger and it frees at least
+    ``clear_at_least`` tokens; when that flips, every planned message flips with it. A later
+    call renaming the id of a use already seen (an excluded tool may be involved) plans again
+    from the start. A decision is the indices of a message's results that become the
+    placeholder."""
+
+    def __init__(self, clear: ClearToolUses, fixed: int, count: Callable[[Message], int]) -> None:
+        self.clear = clear
+        self.count = count
+        self.tokens = fixed
+        self.names: dict[str, str] = {}
+        self.uses: list[tuple[int, int]] = []
+        self.result_ids: set[str] = set()
+        self.planned_uses = 0  # uses[:planned_uses] are planned
+        self.plan: dict[int, frozenset[int]] = {}  # message index -> results cleared
+        self.freed: dict[int, int] = {}  # message index -> tokens its edit frees
+        self.applied = False
+
+    def _placeholder(self, r: ToolResult) -> ToolResult:
+        return ToolResult(r.id, self.clear.placeholder, (), r.success)
+
+    def build(self, message: Message, decision: object) -> Message:
+        m = message
+        assert isinstance(m, ToolResults) and isinstance(decision, frozenset)
+        return ToolResults(tuple(self._placeholder(r) if j in decision else r for j, r in enumerate(m.results)),
+                           m.pinned)
+
+    def _replan(self, messages: Sequence[Message], upto: int, changed: set[int]) -> None:
+        """Plan ``uses[:upto]`` (those before ``planned_uses`` are planned already)."""
+        clear = self.clear
+        names = self.names
+        touched: dict[int, set[int]] = {}
+        for i, j in self.uses[self.planned_uses : upto]:
+            m = messages[i]
+            r = m.results[j]  # type: ignore[union-attr]
+            if names.get(r.id) not in clear.exclude_tools and r != self._placeholder(r):
+                touched.setdefault(i, set(self.plan.get(i, ()))).add(j)
+        self.planned_uses = upto
+        for i, js in touched.items():
+            decision = frozenset(js)
+            self.plan[i] = decision
+            if clear.clear_at_least:
+                m = messages[i]
+                self.freed[i] = self.count(m) - self.count(self.build(m, decision))
+            changed.add(i)
+
+    def extend(self, messages: Sequence[Message], start: int) -> list[tuple[int, object]]:
+        clear = self.clear
+        names = self.names
+        renamed = False
+        count = self.count
+        for i in range(start, len(messages)):
+            m = messages[i]
+            self.tokens += count(m)
+            if isinstance(m, AssistantMessage):
+                for c in m.calls:
+                    if not renamed and c.id in self.result_ids and names.get(c.id) != c.name:
+                        renamed = True
+                    names[c.id] = c.name
+            elif isinstance(m, ToolResults):
+                self.uses.extend((i, j) for j in range(len(m.results)))
+                self.result_ids.update(r.id for r in m.results)
+        changed: set[int] = set()
+        if renamed and self.exclude_matters():
+            changed.update(self.plan)
+            self.plan, self.freed, self.planned_uses = {}, {}, 0
+        self._replan(messages, max(self.planned_uses, len(self.uses) - clear.keep), changed)
+        applied = bool(self.plan) and self.tokens > clear.trigger and (
+            not clear.clear_at_least or sum(self.freed.values()) >= clear.clear_at_least
+        )
+        if applied != self.applied:
+            changed.update(self.plan)
+            self.applied = applied
+        if not applied:
+            return [(i, None) for i in changed]
+        return [(i, self.plan.get(i)) for i in changed]
+
+    def exclude_matters(self) -> bool:
+        return bool(self.clear.exclude_tools)

@@ -15,6 +15,16 @@ one it sent for the same original before, the earlier object is sent again, and 
 that only grew reports ``compacted=False`` (the provider's cached prefix survives). A
 request that edited something it had already sent reports ``compacted=True``.
 
+A policy may also have ``incremental()``, returning an *editor* (or ``None``: not for this
+configuration) that applies it to a history that only grows, a request at a time:
+``editor.extend(messages, start)`` is told that ``messages[:start]`` are the ones it saw
+last time and returns ``(index, decision)`` for each place whose decision changed (``None``:
+send the original), and ``editor.build(original, decision)`` makes that decision's stand-in.
+The context then builds a stand-in once per (original, decision) and sends the same object
+again, and a request costs what moved instead of the whole history. An editor must send
+exactly what the policy would (the policies' tests replay both ways); after an abort, or
+when the edited messages changed otherwise, a fresh editor starts from the beginning.
+
 A stand-in results message is sent next to its original call (and the reverse): the engine
 pairs a call with its results by their call ids, so only the stand-in counts as made up in
 the frame (its tokens in ``summary_tokens``, its original in ``messages_dropped``).
@@ -22,7 +32,8 @@ the frame (its tokens in ``summary_tokens``, its original in ``messages_dropped`
 
 from __future__ import annotations
 
-from typing import Callable, Iterable, Sequence
+from operator import is_
+from typing import Any, Callable, Iterable, Sequence
 
 from ..errors import StrategyError
 from ..messages import AssistantMessage, Message, ToolResults
@@ -78,6 +89,13 @@ class EditContext(PolicyLifecycle):
         # id(original) -> (original, the stand-in last sent for it); the original is held so
         # its id cannot be reused by another object
         self._standins: dict[int, tuple[Message, Message]] = {}
+        make = getattr(policy, "incremental", None)
+        self._make_editor: Callable[[], Any] | None = make if callable(make) else None
+        # (the `_source` objects, the edited messages' count, the editor, the last output):
+        # while the source objects are the same, the edited messages only grew
+        self._last: tuple[tuple[object, ...], int, Any, list[Message]] | None = None
+        # id(original) -> (original, the editor's decision, its stand-in)
+        self._decided: dict[int, tuple[Message, object, Message]] = {}
 
     def _stable(self, memo: dict[int, tuple[Message, Message]], original: Message, new: Message) -> Message:
         known = memo.get(id(original))
@@ -91,8 +109,15 @@ class EditContext(PolicyLifecycle):
         view of it instead, as the hybrid sends its checkpoint and the turns after it)."""
         return tuple(self._transcript)
 
+    def _source(self) -> tuple[object, ...]:
+        """Objects that, while the same ones, mean the edited messages only grew since the
+        last render (the transcript list: it is appended to, and replaced on an abort)."""
+        return (self._transcript,)
+
     def render(self) -> tuple[Message, ...]:
         """What the next request carries (the policy applied, stand-ins made stable)."""
+        if self._make_editor is not None:
+            return self._render_incremental()
         seq = self._edited()
         out = list(self.policy(seq))
         check_edit(seq, out, self.policy)
@@ -100,6 +125,39 @@ class EditContext(PolicyLifecycle):
             if o is not m:
                 out[k] = self._stable(self._standins, m, o)
         return tuple(out)
+
+    def _render_incremental(self) -> tuple[Message, ...]:
+        # The policy's editor is told which messages are new and answers with the places
+        # whose decision changed, so a request costs what moved, not the history. Stand-ins
+        # are built once per (original, decision): the same object goes out again, as
+        # `_stable` makes it for a policy without an editor.
+        seq = self._edited()
+        source = self._source()
+        last = self._last
+        if last is not None and len(seq) >= last[1] and all(map(is_, source, last[0])):
+            _, start, editor, out = last
+        else:
+            editor, start, out = self._make_editor(), 0, []  # type: ignore[misc]
+            if editor is None:  # the policy has no editor for this configuration
+                self._make_editor = None
+                return self.render()
+        out.extend(seq[start:])
+        for k, decision in editor.extend(seq, start):
+            m = seq[k]
+            out[k] = m if decision is None else self._standin(editor, m, decision)
+        self._last = (source, len(seq), editor, out)
+        return tuple(out)
+
+    def _standin(self, editor: Any, original: Message, decision: object) -> Message:
+        known = self._decided.get(id(original))
+        if known is not None and known[0] is original and known[1] == decision:
+            return known[2]
+        new = editor.build(original, decision)
+        check_edit((original,), (new,), self.policy)
+        if known is not None and known[0] is original and known[2] == new:
+            new = known[2]
+        self._decided[id(original)] = (original, decision, new)
+        return new
 
     def compact(self) -> Compaction:
         return self._request(self.render())

@@ -171,6 +171,10 @@ class HybridContext(EditContext):
             return tuple(t)
         return (*t[: self._head], self._checkpoint, *t[self._upto :])
 
+    def _source(self) -> tuple[object, ...]:
+        # a checkpoint (or an abort that undid one) changes the view, not only its end
+        return (self._transcript, self._checkpoint, self._upto)
+
     def _fold(self) -> None:
         h = self.hybrid
         head = self._head

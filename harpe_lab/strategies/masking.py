@@ -118,6 +118,52 @@ class LastNObservations:
             out[i] = ToolResults(results, m.pinned)
         return tuple(out)
 
+    def incremental(self) -> "_Masker":
+        """An editor for `EditContext`: this policy over a growing history, a request at a time."""
+        return _Masker(self)
+
     def context(self, base_system: str) -> EditContext:
         """A fresh lifecycle context that sends this policy applied to the whole transcript."""
         return EditContext(base_system, self)
+
+
+class _Masker:
+    """`LastNObservations` over messages that only grow: the observations seen so far and
+    how many of them were before the cut, so each call looks at the new messages and the
+    observations the cut passed since the last one."""
+
+    def __init__(self, policy: LastNObservations) -> None:
+        self.policy = policy
+        self.observations: list[int] = []
+        self.template_seen = False
+        self.removed = 0  # the last call's ``last_removed``
+
+    def extend(self, messages: Sequence[Message], start: int) -> list[tuple[int, object]]:
+        observations = self.observations
+        for i in range(start, len(messages)):
+            m = messages[i]
+            if isinstance(m, ToolResults):
+                observations.append(i)
+            elif isinstance(m, UserInput) and not self.template_seen:
+                self.template_seen = True
+                observations.append(-1 - i)
+        p = self.policy
+        k = len(observations)
+        removed = max(0, (k // p.polling) * p.polling - p.n)
+        lo, hi = max(1, min(removed, self.removed)), max(removed, self.removed)
+        self.removed = removed
+        changes: list[tuple[int, object]] = []
+        for j in range(lo, hi):
+            i = observations[j]
+            if i < 0:
+                continue
+            if j >= removed:
+                changes.append((i, None))
+            elif not all(_is_placeholder(r) for r in messages[i].results):  # type: ignore[union-attr]
+                changes.append((i, True))
+        return changes
+
+    def build(self, message: Message, decision: object) -> Message:
+        m = message
+        assert isinstance(m, ToolResults)
+        return ToolResults(tuple(r if _is_placeholder(r) else elided(r) for r in m.results), m.pinned)

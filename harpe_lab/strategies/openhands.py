@@ -223,9 +223,66 @@ class ObservationMasking:
             at += _events(m)
         return tuple(out)
 
+    def incremental(self) -> "_Masker":
+        """An editor for `EditContext`: this policy over a growing history, a request at a time."""
+        return _Masker(self.attention_window)
+
     def context(self, base_system: str) -> EditContext:
         """A fresh lifecycle context that sends this policy applied to the whole transcript."""
         return EditContext(base_system, self)
+
+
+def _masked(r: ToolResult) -> bool:
+    return r.content == MASKED and not r.attachments
+
+
+class _Masker:
+    """`ObservationMasking` over messages that only grow. A decision is how many leading
+    results of a `ToolResults` are before the cut; the cut only moves forward, so each call
+    looks at the new messages and at the results messages the cut reached since the last."""
+
+    def __init__(self, window: int) -> None:
+        self.window = window
+        self.events = 0
+        self.rounds: list[tuple[int, int, int]] = []  # (message index, first event, results)
+        self.first = 0  # rounds before it are wholly before the cut (decided for good)
+        self.decided: dict[int, int] = {}  # message index -> leading results before the cut
+
+    def extend(self, messages: Sequence[Message], start: int) -> list[tuple[int, object]]:
+        at = self.events
+        rounds = self.rounds
+        for k in range(start, len(messages)):
+            m = messages[k]
+            if isinstance(m, ToolResults):
+                rounds.append((k, at, len(m.results)))
+            at += _events(m)
+        self.events = at
+        cutoff = at - self.window
+        changes: list[tuple[int, object]] = []
+        r = self.first
+        while r < len(rounds):
+            k, first, n = rounds[r]
+            if first >= cutoff:
+                break
+            cut = min(n, cutoff - first)
+            if self.decided.get(k) != cut:
+                self.decided[k] = cut
+                m = messages[k]
+                results = m.results  # type: ignore[union-attr]
+                edits = any(not _masked(results[j]) for j in range(cut))
+                changes.append((k, cut if edits else None))
+            if cut == n:
+                self.first = r + 1
+            r += 1
+        return changes
+
+    def build(self, message: Message, decision: object) -> Message:
+        m = message
+        assert isinstance(m, ToolResults) and isinstance(decision, int)
+        return ToolResults(tuple(
+            r if j >= decision or _masked(r) else ToolResult(r.id, MASKED, (), r.success)
+            for j, r in enumerate(m.results)
+        ), m.pinned)
 
 
 # --- rolling condensers ---------------------------------------------------------------------

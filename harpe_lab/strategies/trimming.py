@@ -135,6 +135,75 @@ class ToolOutputTrimmer:
                 out[i] = ToolResults(tuple(r if t is None else t for r, t in zip(m.results, trimmed)), m.pinned)
         return tuple(out)
 
+    def incremental(self) -> "_Trimmer":
+        """An editor for `EditContext`: this policy over a growing history, a request at a time."""
+        return _Trimmer(self)
+
     def context(self, base_system: str) -> EditContext:
         """A fresh lifecycle context that sends this policy applied to the whole transcript."""
         return EditContext(base_system, self)
+
+
+class _Trimmer:
+    """`ToolOutputTrimmer` over messages that only grow. A results message is decided once
+    the boundary passes it (the boundary only moves forward), with the tool names known so
+    far; a later call that renames an id a result already seen answers (the names are the
+    whole request's, the last call of an id winning) makes every passed message decided again.
+    A decision is the tool name of each trimmed result (``None`` where one is kept)."""
+
+    def __init__(self, policy: ToolOutputTrimmer) -> None:
+        self.policy = policy
+        self.names: dict[str, str] = {}
+        self.inputs: list[int] = []  # indices of the user inputs
+        self.results: list[int] = []  # indices of the results messages
+        self.result_ids: set[str] = set()
+        self.passed = 0  # results messages before the boundary, decided
+        self.decided: dict[int, object] = {}
+
+    def _decision(self, m: ToolResults) -> object:
+        names = self.names
+        trimmed = [self.policy._trim(r, names) for r in m.results]
+        if all(t is None for t in trimmed):
+            return None
+        return tuple(None if t is None else names.get(r.id, "") for r, t in zip(m.results, trimmed))
+
+    def extend(self, messages: Sequence[Message], start: int) -> list[tuple[int, object]]:
+        renamed = False
+        names = self.names
+        for i in range(start, len(messages)):
+            m = messages[i]
+            if isinstance(m, UserInput):
+                self.inputs.append(i)
+            elif isinstance(m, AssistantMessage):
+                for c in m.calls:
+                    if c.id and c.name:
+                        if not renamed and c.id in self.result_ids and names.get(c.id) != c.name:
+                            renamed = True
+                        names[c.id] = c.name
+            elif isinstance(m, ToolResults):
+                self.results.append(i)
+                self.result_ids.update(r.id for r in m.results)
+        recent = self.policy.recent_turns
+        boundary = self.inputs[-recent] if len(self.inputs) >= recent else 0
+        first = 0 if renamed else self.passed
+        changes: list[tuple[int, object]] = []
+        r = first
+        while r < len(self.results) and self.results[r] < boundary:
+            k = self.results[r]
+            decision = self._decision(messages[k])  # type: ignore[arg-type]
+            if self.decided.get(k) != decision:
+                self.decided[k] = decision
+                changes.append((k, decision))
+            r += 1
+        self.passed = r
+        return changes
+
+    def build(self, message: Message, decision: object) -> Message:
+        m = message
+        assert isinstance(m, ToolResults) and isinstance(decision, tuple)
+        names = {r.id: name for r, name in zip(m.results, decision) if name is not None}
+        results = []
+        for r, name in zip(m.results, decision):
+            t = None if name is None else self.policy._trim(r, names)
+            results.append(r if t is None else t)
+        return ToolResults(tuple(results), m.pinned)

@@ -152,3 +152,96 @@ class _Bound:
     def __call__(self, messages: Sequence[Message]) -> tuple[Message, ...]:
         return self.edit(messages, tokens=self.price, by_parts=self.by_parts, split=self.split)
 
+    def incremental(self) -> "_Clearer | None":
+        """An editor for `EditContext`, when the price is a sum over the units (``None``: the
+        edit is applied to the whole transcript at each request)."""
+        price = self.price
+        if not isinstance(price, _UnitPrice) or self.by_parts is None or not prices_by_parts(price.counter):
+            return None
+        fixed = int(price.counter.count_rendered(Rendered(price.system, ()), price.tools))
+        return _Clearer(self.edit, fixed, self.by_parts, self.split)
+
+
+class _Clearer:
+    """`ClearToolUsesEdit` over messages that only grow, priced as a sum over the units.
+
+    LangChain clears the candidates (all tool results but the newest ``keep``) oldest first,
+    each answered by the nearest reply before it, and stops for good once ``clear_at_least``
+    tokens are freed; the candidates only grow at their end, so each call goes on from where
+    the last stopped. The clearing is sent while the request is above the trigger. A
+    decision is, for a results message, the indices of its results cleared; for a reply
+    (``clear_tool_inputs``), the call ids whose input is cleared."""
+
+    def __init__(self, edit: ClearToolUsesEdit, fixed: int, count: Callable[[Message], int],
+                 split: Callable[[Message], Sequence[Message]]) -> None:
+        self.edit = edit
+        self.count = count
+        self.split = split
+        self.tokens = fixed
+        self.reply = -1  # the newest reply's message index
+        self.tools: list[tuple[int, int, int]] = []  # (message index, result index, reply index)
+        self.done = 0  # tools[:done] went through the clearing loop
+        self.stopped = False  # clear_at_least was reached
+        self.freed = 0
+        self.plan: dict[int, frozenset] = {}
+        self.units: dict[int, Message] = {}  # the current unit of a reply whose inputs are cleared
+        self.applied = False
+
+    def build(self, message: Message, decision: object) -> Message:
+        m = message
+        assert isinstance(decision, frozenset)
+        if isinstance(m, AssistantMessage):
+            return AssistantMessage(m.text, tuple(ToolCall(c.id, c.name, {}) if c.id in decision else c
+                                                  for c in m.calls), m.pinned)
+        assert isinstance(m, ToolResults)
+        placeholder = self.edit.placeholder
+        return ToolResults(tuple(ToolResult(r.id, placeholder, (), r.success) if j in decision else r
+                                 for j, r in enumerate(m.results)), m.pinned)
+
+    def extend(self, messages: Sequence[Message], start: int) -> list[tuple[int, object]]:
+        edit = self.edit
+        count = self.count
+        for k in range(start, len(messages)):
+            m = messages[k]
+            units = self.split(m)
+            self.tokens += sum(map(count, units))
+            if isinstance(m, AssistantMessage):
+                self.reply = k
+            elif isinstance(m, ToolResults):
+                self.tools.extend((k, j, self.reply) for j in range(len(m.results)))
+        changed: set[int] = set()
+        upto = max(0, len(self.tools) - edit.keep) if edit.keep < len(self.tools) else 0
+        while not self.stopped and self.done < upto:
+            k, j, ai = self.tools[self.done]
+            self.done += 1
+            if ai < 0:
+                continue
+            m = messages[k]
+            r = m.results[j]  # type: ignore[union-attr]
+            call = next((c for c in messages[ai].calls if c.id == r.id), None)  # type: ignore[union-attr]
+            if call is None or call.name in edit.exclude_tools:
+                continue
+            self.plan[k] = self.plan.get(k, frozenset()) | {j}
+            changed.add(k)
+            if edit.clear_tool_inputs:
+                self.plan[ai] = self.plan.get(ai, frozenset()) | {r.id}
+                changed.add(ai)
+            if edit.clear_at_least > 0:
+                unit = ToolResults((ToolResult(r.id, edit.placeholder, (), r.success),), m.pinned)
+                self.freed += count(self.split(m)[j]) - count(unit)
+                if edit.clear_tool_inputs:
+                    old = self.units.get(ai, messages[ai])
+                    new = AssistantMessage(old.text, tuple(ToolCall(c.id, c.name, {}) if c.id == r.id else c
+                                                           for c in old.calls), old.pinned)  # type: ignore[union-attr]
+                    self.units[ai] = new
+                    self.freed += count(old) - count(new)
+                if max(0, self.freed) >= edit.clear_at_least:
+                    self.stopped = True
+        applied = bool(self.plan) and self.tokens > edit.trigger
+        if applied != self.applied:
+            changed.update(self.plan)
+            self.applied = applied
+        if not applied:
+            return [(k, None) for k in changed]
+        return [(k, self.plan.get(k)) for k in changed]
+
