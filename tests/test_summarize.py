@@ -745,3 +745,24 @@ def test_importing_the_offline_parts_loads_neither_litellm_nor_pandas():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_extractive_summaries_are_the_same_in_every_process():
+    # the distiller scores sets of words: its summaries must not follow PYTHONHASHSEED
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import hashlib; from harpe_lab import datasets; from harpe_lab.presets import make_strategy; "
+        "from harpe_lab.replay import replay; from harpe_lab.tokens import BytesCounter; "
+        "c = BytesCounter(); conv = datasets.load('support_chat'); "
+        "rp = replay(conv, make_strategy('langchain-summarization', budget=300, counter=c), counter=c); "
+        "print(hashlib.sha256(repr([rp.rendered(i) for i in range(len(rp))]).encode()).hexdigest())"
+    )
+    digests = set()
+    for seed in ("1", "2", "3"):
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+        digests.add(out.stdout.strip())
+    assert len(digests) == 1, digests

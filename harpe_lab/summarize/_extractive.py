@@ -298,12 +298,13 @@ class ExtractiveDistiller:
         tf_of = Counter(chain.from_iterable(f[0] for f in features)).__getitem__
         seen_text: set[str] = set()
         ranked: list[tuple[float, int]] = []  # (-score, position)
-        # the arithmetic, and its order, is the original's: equal scores must stay equal
+        # words is a set: fsum makes the score independent of its iteration order, which
+        # changes with PYTHONHASHSEED, so the summaries are the same in every process
         for i, (words, key, artifacts, decision, error) in enumerate(features):
             if key in seen_text:
                 continue  # a repeat
             seen_text.add(key)
-            score = sum(map(math.log1p, map(tf_of, words))) / math.sqrt(1 + len(words))
+            score = math.fsum(map(math.log1p, map(tf_of, words))) / math.sqrt(1 + len(words))
             score += artifacts
             if decision:
                 score += 10.0  # decisions and constraints go first: they are what a summary is for
