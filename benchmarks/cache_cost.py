@@ -169,7 +169,8 @@ def preset_costs(conversation: Any, counter: Any, pricing: Any, presets: Any = N
                 conversation, preset.build(system=conversation.system, counter=counter, **knobs), counter=counter,
                 pricing=pricing, name=name)
         except HarpeLabError as error:
-            rows.append({"preset": name, "knobs": label, "error": f"{type(error).__name__}: {error}"[:120]})
+            # the error's first sentence, whole: a cut in the middle of a number reads as a wrong number
+            rows.append({"preset": name, "knobs": label, "error": f"{type(error).__name__}: {str(error).split('. ')[0]}"})
             continue
         t = rp.totals()
         rows.append({"preset": name, "knobs": label, "requests": t["requests"],
