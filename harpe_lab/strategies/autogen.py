@@ -41,6 +41,7 @@ from ..errors import StrategyError
 from ..messages import AssistantMessage, Message, Rendered, ToolResults, UserInput
 from ..protocol import Compaction, Limit
 from ._lifecycle import PolicyLifecycle
+from ._validate import check_int
 
 __all__ = [
     "Buffered",
@@ -52,10 +53,6 @@ __all__ = [
 ]
 
 
-
-def _check_int(name: str, value: object, minimum: int) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
-        raise StrategyError(f"{name} must be an int >= {minimum}, got {value!r}")
 
 
 def _seq(messages: Iterable[Message]) -> Sequence[Message]:
@@ -190,7 +187,7 @@ class Buffered(_Policy):
     buffer_size: int
 
     def __post_init__(self) -> None:
-        _check_int("buffer_size", self.buffer_size, 1)
+        check_int("buffer_size", self.buffer_size, 1)
 
     def select(self, messages: Sequence[Message]) -> tuple[Message, ...]:
         seq = _seq(messages)
@@ -219,8 +216,8 @@ class HeadAndTail(_Policy):
     tail_size: int
 
     def __post_init__(self) -> None:
-        _check_int("head_size", self.head_size, 1)
-        _check_int("tail_size", self.tail_size, 1)
+        check_int("head_size", self.head_size, 1)
+        check_int("tail_size", self.tail_size, 1)
 
     def select(self, messages: Sequence[Message]) -> tuple[Message, ...]:
         seq = _seq(messages)
@@ -266,7 +263,7 @@ class TokenLimited(_Policy):
     tools: tuple = ()
 
     def __post_init__(self) -> None:
-        _check_int("token_limit", self.token_limit, 1)
+        check_int("token_limit", self.token_limit, 1)
         if not (callable(getattr(self.counter, "count_message", None))
                 and callable(getattr(self.counter, "count_rendered", None))):
             raise StrategyError(
@@ -281,7 +278,7 @@ class TokenLimited(_Policy):
     def within(cls, budget: int, *, counter: Any, system: str = "", tools: Iterable = ()) -> "TokenLimited":
         """A `TokenLimited` whose requests, system prompt ``system`` included, aim at
         ``budget`` tokens: ``token_limit`` is the budget less the system prompt's tokens."""
-        _check_int("budget", budget, 1)
+        check_int("budget", budget, 1)
         probe = cls(token_limit=1, counter=counter, tools=tuple(tools))
         room = budget - probe.system_tokens(system)
         if room < 1:

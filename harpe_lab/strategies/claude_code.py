@@ -52,6 +52,7 @@ from ..errors import StrategyError
 from ..messages import AssistantMessage, Message, Rendered, Usage, UserInput
 from ..protocol import Compaction, ContextCompacted, Distill, EventHub, Limit, MeteredDistill
 from .harpe import distill_request
+from ._validate import check_int
 
 __all__ = [
     "AutoCompact",
@@ -104,10 +105,6 @@ def continuation(summary: str) -> str:
     return f"{CONTINUATION_HEAD}\n\n{summary}\n\n{CONTINUATION_TAIL}"
 
 
-def _check_int(name: str, value: object, minimum: int) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
-        raise StrategyError(f"{name} must be an int >= {minimum}, got {value!r}")
-
 
 @dataclass(frozen=True)
 class AutoCompacted:
@@ -133,8 +130,8 @@ class AutoCompact:
     """Tokens below the window where compaction fires."""
 
     def __post_init__(self) -> None:
-        _check_int("context_window", self.context_window, 1)
-        _check_int("reserve", self.reserve, 0)
+        check_int("context_window", self.context_window, 1)
+        check_int("reserve", self.reserve, 0)
         if self.reserve >= self.context_window:
             raise StrategyError(
                 f"reserve must be below context_window ({self.context_window:,}), got {self.reserve:,}: "
@@ -186,7 +183,7 @@ class AutoCompactContext:
         self._since = 0  # rough tokens of the messages appended after that reply
         self._summary = ""
         self._fresh = False  # nothing appended since the last compaction
-        self._marked: tuple = ([], None, 0, "", False)
+        self._marked: tuple = ([], 0, None, 0, "", False)
         self._turn_input: UserInput | None = None
 
     @property
@@ -224,7 +221,10 @@ class AutoCompactContext:
     def begin_turn(self, input: UserInput) -> None:
         if not isinstance(input, UserInput):
             raise TypeError(f"begin_turn takes a UserInput, got {type(input).__name__}")
-        self._marked = (list(self._transcript), self._reported, self._since, self._summary, self._fresh)
+        # the list and its length, not a copy: appends only extend it, and a compaction
+        # replaces it with a new list, so the turn's start stays readable in O(1)
+        self._marked = (self._transcript, len(self._transcript), self._reported, self._since, self._summary,
+                        self._fresh)
         self._turn_input = input
         self.append(input)
 
@@ -268,8 +268,8 @@ class AutoCompactContext:
         self._turn_input = None
 
     def abort_turn(self) -> None:
-        transcript, self._reported, self._since, self._summary, self._fresh = self._marked
-        self._transcript = list(transcript)
+        transcript, length, self._reported, self._since, self._summary, self._fresh = self._marked
+        self._transcript = transcript[:length]
         if self._turn_input is not None:  # an aborted turn keeps its input, as Harpe's contexts do
             self.append(self._turn_input)
         self._turn_input = None

@@ -45,16 +45,13 @@ from ..messages import AssistantMessage, Message, Rendered, ToolCall, ToolResult
 from ..protocol import Limit
 from ..tokens import prices_by_parts
 from .editing import EditContext
+from ._validate import check_counter, check_int
 
 __all__ = ["ClearToolUses", "DEFAULT_PLACEHOLDER", "Priced"]
 
 DEFAULT_PLACEHOLDER = "[cleared]"
 """LangChain's placeholder for a cleared result (Anthropic does not document its own)."""
 
-
-def _check_int(name: str, value: object, minimum: int) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
-        raise StrategyError(f"{name} must be an int >= {minimum}, got {value!r}")
 
 
 def _names(name: str, value: object) -> frozenset[str]:
@@ -93,9 +90,9 @@ class ClearToolUses:
     """The text a cleared result carries."""
 
     def __post_init__(self) -> None:
-        _check_int("trigger", self.trigger, 0)
-        _check_int("keep", self.keep, 0)
-        _check_int("clear_at_least", self.clear_at_least, 0)
+        check_int("trigger", self.trigger, 0)
+        check_int("keep", self.keep, 0)
+        check_int("clear_at_least", self.clear_at_least, 0)
         object.__setattr__(self, "exclude_tools", _names("exclude_tools", self.exclude_tools))
         if not isinstance(self.clear_tool_inputs, bool):
             object.__setattr__(self, "clear_tool_inputs", _names("clear_tool_inputs", self.clear_tool_inputs))
@@ -159,8 +156,7 @@ class ClearToolUses:
         pricing each request as the provider would — ``counter.count_rendered`` of the system
         prompt, the messages and the ``tools`` schemas — and declaring ``trigger`` as a
         ``"high_water"`` `Limit` (a request whose cleared form is still above it goes out)."""
-        if not callable(getattr(counter, "count_rendered", None)):
-            raise StrategyError(f"counter must have count_rendered (e.g. harpe_lab.BytesCounter()), got {counter!r}")
+        check_counter(counter)
         price = _RequestPrice(counter, base_system, tuple(tools))
         return EditContext(base_system, Priced(self, price), limit=Limit(tokens=self.trigger, kind="high_water"))
 

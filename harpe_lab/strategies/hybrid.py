@@ -59,6 +59,7 @@ from ..protocol import Compaction, ContextCompacted, Distill, EventHub, MeteredD
 from .editing import EditContext
 from .harpe import distill_request
 from .masking import COMPLEXITY_TRAP_N, LastNObservations
+from ._validate import check_int
 
 __all__ = ["Hybrid", "HybridContext", "CHECKPOINT_SYSTEM", "checkpoint_text"]
 
@@ -76,10 +77,6 @@ def checkpoint_text(turns: int, summary: str) -> str:
     return f"Checkpoint for the last {turns} turns:\n{summary}"
 
 
-def _check_int(name: str, value: object, minimum: int) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
-        raise StrategyError(f"{name} must be an int >= {minimum}, got {value!r}")
-
 
 @dataclass(frozen=True, kw_only=True)
 class Hybrid:
@@ -95,9 +92,9 @@ class Hybrid:
     """Observations (tool rounds) kept verbatim by the masking."""
 
     def __post_init__(self) -> None:
-        _check_int("summarize_turns", self.summarize_turns, 1)
-        _check_int("keep_turns", self.keep_turns, 1)
-        _check_int("window", self.window, 1)
+        check_int("summarize_turns", self.summarize_turns, 1)
+        check_int("keep_turns", self.keep_turns, 1)
+        check_int("window", self.window, 1)
 
     @property
     def masking(self) -> LastNObservations:

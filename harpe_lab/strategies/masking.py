@@ -39,9 +39,9 @@ import re
 from dataclasses import dataclass
 from typing import Sequence
 
-from ..errors import StrategyError
 from ..messages import Message, ToolResult, ToolResults, UserInput
 from .editing import EditContext
+from ._validate import check_int
 
 __all__ = ["LastNObservations", "COMPLEXITY_TRAP_N", "elided"]
 
@@ -66,10 +66,6 @@ def _is_placeholder(result: ToolResult) -> bool:
     return not result.attachments and _PLACEHOLDER.fullmatch(result.content) is not None
 
 
-def _check_int(name: str, value: object, minimum: int) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
-        raise StrategyError(f"{name} must be an int >= {minimum}, got {value!r}")
-
 
 @dataclass(frozen=True, kw_only=True)
 class LastNObservations:
@@ -86,8 +82,8 @@ class LastNObservations:
     are kept, and the request's prefix changes once every ``polling`` steps."""
 
     def __post_init__(self) -> None:
-        _check_int("n", self.n, 1)
-        _check_int("polling", self.polling, 1)
+        check_int("n", self.n, 1)
+        check_int("polling", self.polling, 1)
 
     @classmethod
     def complexity_trap(cls, *, polling: int = 1) -> "LastNObservations":

@@ -77,6 +77,7 @@ from ..messages import AssistantMessage, Message, Rendered, ToolResult, ToolResu
 from ..protocol import Compaction, ContextCompacted, Distill, EventHub, MeteredDistill
 from ._lifecycle import PolicyLifecycle
 from .editing import EditContext
+from ._validate import check_int
 
 __all__ = [
     "AmortizedForgetting",
@@ -122,10 +123,6 @@ class Condensed:
     events_before: int
     events_after: int
 
-
-def _check_int(name: str, value: object, minimum: int) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
-        raise StrategyError(f"{name} must be an int >= {minimum}, got {value!r}")
 
 
 def _events(m: Message) -> int:
@@ -205,7 +202,7 @@ class ObservationMasking:
     """Events (not tool rounds) at the end of the view whose observations are kept."""
 
     def __post_init__(self) -> None:
-        _check_int("attention_window", self.attention_window, 1)
+        check_int("attention_window", self.attention_window, 1)
 
     def __call__(self, messages: Sequence[Message]) -> tuple[Message, ...]:
         out = list(messages)
@@ -289,8 +286,8 @@ class _Masker:
 
 
 def _check_sizes(max_size: object, keep_first: object, room: int) -> None:
-    _check_int("max_size", max_size, 1)
-    _check_int("keep_first", keep_first, 0)
+    check_int("max_size", max_size, 1)
+    check_int("keep_first", keep_first, 0)
     bound = max_size // 2 - room  # type: ignore[operator]
     if keep_first >= bound:  # type: ignore[operator]
         limit = "max_size // 2" if room == 0 else f"max_size // 2 - {room}"
@@ -369,7 +366,7 @@ class LLMSummarizing:
 
     def __post_init__(self) -> None:
         _check_sizes(self.max_size, self.keep_first, 1)
-        _check_int("max_event_length", self.max_event_length, 0)
+        check_int("max_event_length", self.max_event_length, 0)
 
     @property
     def tail_events(self) -> int:

@@ -38,13 +38,10 @@ from typing import Iterable, Sequence
 from ..errors import StrategyError
 from ..messages import AssistantMessage, Message, ToolResult, ToolResults, UserInput
 from .editing import EditContext
+from ._validate import check_int
 
 __all__ = ["ToolOutputTrimmer", "trimmed_text"]
 
-
-def _check_int(name: str, value: object, minimum: int) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
-        raise StrategyError(f"{name} must be an int >= {minimum}, got {value!r}")
 
 
 def trimmed_text(output: str, tool: str, preview_chars: int) -> str:
@@ -75,9 +72,9 @@ class ToolOutputTrimmer:
     frozenset); ``None``: every tool's."""
 
     def __post_init__(self) -> None:
-        _check_int("recent_turns", self.recent_turns, 1)
-        _check_int("max_output_chars", self.max_output_chars, 1)
-        _check_int("preview_chars", self.preview_chars, 0)
+        check_int("recent_turns", self.recent_turns, 1)
+        check_int("max_output_chars", self.max_output_chars, 1)
+        check_int("preview_chars", self.preview_chars, 0)
         tools = self.trimmable_tools
         if tools is None:
             return

@@ -10,9 +10,10 @@ from ...errors import StrategyError
 from ...messages import AssistantMessage, Message, Rendered, ToolCall, ToolResult, ToolResults
 from ...protocol import Limit
 from ...tokens import prices_by_parts
-from ..clearing import DEFAULT_PLACEHOLDER, _check_int, _names
+from .._validate import check_counter, check_int
+from ..clearing import DEFAULT_PLACEHOLDER, _names
 from ..editing import EditContext
-from ._units import Splitter, _check_counter, _is_tool, _tool_id, regroup, units_of
+from ._units import Splitter, _is_tool, _tool_id, regroup, units_of
 
 # --- ContextEditingMiddleware(edits=[ClearToolUsesEdit]) ----------------------------------------
 
@@ -44,9 +45,9 @@ class ClearToolUsesEdit:
     (``token_count_method="model"``)."""
 
     def __post_init__(self) -> None:
-        _check_int("trigger", self.trigger, 0)
-        _check_int("clear_at_least", self.clear_at_least, 0)
-        _check_int("keep", self.keep, 0)
+        check_int("trigger", self.trigger, 0)
+        check_int("clear_at_least", self.clear_at_least, 0)
+        check_int("keep", self.keep, 0)
         if not isinstance(self.clear_tool_inputs, bool):
             raise StrategyError(f"clear_tool_inputs must be a bool (LangChain clears all inputs or none), "
                                 f"got {self.clear_tool_inputs!r}")
@@ -111,7 +112,7 @@ class ClearToolUsesEdit:
     def price(self, base_system: str, *, counter: Any, tools: Sequence[Mapping[str, Any]] = ()
               ) -> Callable[[Sequence[Message]], int]:
         """LangChain's token count of a list of units with ``counter``, as ``token_count`` says."""
-        _check_counter(counter)
+        check_counter(counter)
         if self.token_count == "model":
             return _UnitPrice(counter, base_system, tuple(tools))
         return _UnitPrice(counter, "", ())

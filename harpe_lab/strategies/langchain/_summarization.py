@@ -10,8 +10,8 @@ from ...errors import StrategyError
 from ...messages import AssistantMessage, Message, Rendered, Usage, UserInput
 from ...protocol import Compaction, ContextCompacted, Distill, EventHub, Limit, MeteredDistill
 from .._lifecycle import PolicyLifecycle
-from ..clearing import _check_int
-from ._units import _check_counter, buffer_xml, regroup, safe_cutoff, trim_last, units_of
+from .._validate import check_counter, check_int
+from ._units import buffer_xml, regroup, safe_cutoff, trim_last, units_of
 
 SUMMARY_PREFIX = "Here is a summary of the conversation to date:\n\n"
 """What LangChain puts before the summary in the user message that replaces the history."""
@@ -154,9 +154,9 @@ class Summarization:
             raise StrategyError(f"keep must be a (kind, value) pair such as ('messages', 20), got {self.keep!r}")
         object.__setattr__(self, "keep", _size("keep", *self.keep))
         if self.trim_tokens_to_summarize is not None:
-            _check_int("trim_tokens_to_summarize", self.trim_tokens_to_summarize, 0)
+            check_int("trim_tokens_to_summarize", self.trim_tokens_to_summarize, 0)
         if self.context_window is not None:
-            _check_int("context_window", self.context_window, 1)
+            check_int("context_window", self.context_window, 1)
         fraction = any(k == "fraction" for c in clauses for k, _ in c) or self.keep[0] == "fraction"
         if fraction and self.context_window is None:
             raise StrategyError(
@@ -301,7 +301,7 @@ class SummarizationContext(_UnitLifecycle):
                  tools: Sequence[Mapping[str, Any]] = (), on_event: Callable[[object], None] | None = None) -> None:
         if not isinstance(config, Summarization):
             raise StrategyError(f"config must be a Summarization, got {config!r}")
-        _check_counter(counter)
+        check_counter(counter)
         mark = config.limit_tokens
         limit = None
         if mark is not None:

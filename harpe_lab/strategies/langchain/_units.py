@@ -203,7 +203,3 @@ def safe_cutoff(units: Sequence[Message], cutoff: int) -> int:
         if isinstance(m, AssistantMessage) and m.calls and ids & {c.id for c in m.calls if c.id}:
             return i
     return idx
-
-def _check_counter(counter: object) -> None:
-    if not callable(getattr(counter, "count_rendered", None)):
-        raise StrategyError(f"counter must have count_rendered (e.g. harpe_lab.BytesCounter()), got {counter!r}")

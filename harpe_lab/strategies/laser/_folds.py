@@ -7,7 +7,8 @@ from typing import Callable, Sequence, TypeVar, Union
 
 from ...errors import StrategyError
 from ...messages import Message
-from ._policies import _check_int, _seq
+from .._validate import check_int
+from ._policies import _seq
 
 __all__ = ["Checkpoint", "Bound", "Last", "After", "UpTo", "Whole", "fold"]
 
@@ -43,7 +44,7 @@ class Last:
     n: int
 
     def __post_init__(self) -> None:
-        _check_int("n", self.n, 1)
+        check_int("n", self.n, 1)
 
     def select(self, messages: Sequence[Message]) -> Sequence[Message]:
         return messages[max(0, len(messages) - self.n) :]

@@ -10,6 +10,7 @@ from ..._text import message_text
 from ...errors import StrategyError
 from ...messages import Message, ToolResults
 from ...tokens import BytesCounter
+from .._validate import check_int
 
 __all__ = ["Policy", "LastN", "TokenBudget", "MessagePrice", "Chain", "message_text", "block"]
 
@@ -19,10 +20,6 @@ only reads its input: `PolicyContext` hands it the stored transcript itself, not
 
 _MEMO_SIZE = 1 << 17
 
-
-def _check_int(name: str, value: object, minimum: int) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
-        raise StrategyError(f"{name} must be an int >= {minimum}, got {value!r}")
 
 
 def _seq(messages: Iterable[Message]) -> Sequence[Message]:
@@ -54,7 +51,7 @@ class LastN:
     n: int
 
     def __post_init__(self) -> None:
-        _check_int("n", self.n, 1)
+        check_int("n", self.n, 1)
 
     def __call__(self, messages: Sequence[Message]) -> tuple[Message, ...]:
         seq = _seq(messages)
@@ -95,7 +92,7 @@ class TokenBudget:
     _memo: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        _check_int("max_tokens", self.max_tokens, 1)
+        check_int("max_tokens", self.max_tokens, 1)
         # str, bytes, lists and tuples have a count method too, and would count the wrong thing
         if isinstance(self.estimator, (str, bytes, bytearray, list, tuple)) or not callable(
             getattr(self.estimator, "count", None)

@@ -13,6 +13,7 @@ from ...errors import BudgetError, StrategyError
 from ...messages import AssistantMessage, Message, Rendered, ToolResults, UserInput
 from ...protocol import Distill
 from ...tokens import prices_by_parts
+from .._validate import check_int
 
 __all__ = [
     "SlidingWindow",
@@ -33,14 +34,10 @@ _MESSAGE_TYPES = (UserInput, AssistantMessage, ToolResults)
 # --- configuration ------------------------------------------------------------------------
 
 
-def _check_int(name: str, value: object, minimum: int) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
-        raise StrategyError(f"{name} must be an int >= {minimum}, got {value!r}")
-
 
 def _check_window_fields(window: Any) -> None:
-    _check_int("max_tokens", window.max_tokens, 1)
-    _check_int("reserve_tokens", window.reserve_tokens, 0)
+    check_int("max_tokens", window.max_tokens, 1)
+    check_int("reserve_tokens", window.reserve_tokens, 0)
     if window.reserve_tokens >= window.max_tokens:
         raise StrategyError(
             f"reserve_tokens must be less than max_tokens ({window.max_tokens}), got "
