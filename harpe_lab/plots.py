@@ -202,14 +202,22 @@ class TokenUsePlot:
         _thousands(ax)
         ax.grid(axis="y", alpha=0.3)
         self._legend = None
+        self._shown: tuple | None = None  # (replay, marks) the artists show, but for the cursor
+        self._version = 0  # counts the updates that changed more than the cursor
 
     def update(self, replay: Any, *, high_water: int | None = None, low_water: int | None = None,
                limit: int | str | None = None, cursor: int | None = None, limit_label: str | None = None) -> None:
         """Show ``replay`` (marks as in `plot_token_use`; ``cursor`` draws a vertical line
-        at that request; ``limit_label`` names the limit line in the legend)."""
+        at that request; ``limit_label`` names the limit line in the legend). Given the
+        replay and marks of the last update again, it only moves the cursor."""
         import numpy as np
 
         _check_replay(replay)
+        marks = tuple((type(v), v) for v in (high_water, low_water, limit, limit_label))
+        if self._shown is not None and self._shown[0] is replay and self._shown[1] == marks:
+            self._move_cursor(cursor)  # stepping through requests: only the cursor moves
+            return
+        self._shown = None  # until this update is through
         frame = replay.requests
         x = frame["request"].to_numpy(dtype=float) if len(frame) else np.zeros(0)
         base = np.zeros(len(x))
@@ -248,9 +256,7 @@ class TokenUsePlot:
             self.overshoot.set_segments([])
         for line, at in ((self.compactions, _flags(frame, "compacted")), (self.summaries, _flags(frame, "summarized"))):
             line.set_data(np.asarray(at, dtype=float), total[at] if at else np.zeros(0))
-        self.cursor.set_visible(cursor is not None)
-        if cursor is not None:
-            self.cursor.set_xdata([cursor, cursor])
+        self._move_cursor(cursor)
 
         data_max = float(total.max()) if len(total) else 0.0
         top = _fit_marks(self.ax, data_max, [(self.high, high, high_name), (self.low, low_water, "low water"),
@@ -259,6 +265,13 @@ class TokenUsePlot:
         self.ax.set_ylim(0, top)
         self.ax.set_title(_plain(f"{replay.conversation.id} — {replay.strategy}"), fontsize=10)
         self._refresh_legend()
+        self._shown = (replay, marks)
+        self._version += 1
+
+    def _move_cursor(self, cursor: int | None) -> None:
+        self.cursor.set_visible(cursor is not None)
+        if cursor is not None:
+            self.cursor.set_xdata([cursor, cursor])
 
     def _refresh_legend(self) -> None:
         if self.legend is None:
@@ -280,6 +293,31 @@ class TokenUsePlot:
         else:
             self._legend = self.ax.legend(handles, labels, loc="upper left", fontsize=8, ncols=2, framealpha=0.8)
         self._legend_key = key
+
+    def _changing(self) -> tuple[list[Any], list[Any]]:
+        """The artists `update` moves other than the title, the x range and the legend, in
+        the order the axes draw them (by zorder, ties in child order): those drawn before
+        the cursor, then the cursor and those drawn after it.
+
+        Everything else stays put while only data and marks move, so the widgets draw it
+        once, keep its pixels, and draw just these over them (see `_still`); the first
+        list changes only when ``_version`` does, so stepping the cursor redraws the second
+        alone. The y axis is here because its range follows the data; the spines because
+        the bands end under them. An ``"inside"`` legend sits over the data, so it is drawn
+        with it.
+        """
+        moving = {*self.bands, self.high, self.low, self.limit, self.overshoot, self.compactions, self.summaries,
+                  self.off_scale, self.cursor, self.ax.yaxis, *self.ax.spines.values()}  # fmt: skip
+        if self.legend == "inside" and self._legend is not None:
+            moving.add(self._legend)
+        order = [a for a in sorted(self.ax.get_children(), key=lambda a: a.zorder) if a in moving]
+        cut = order.index(self.cursor)
+        return order[:cut], order[cut:]
+
+    def _still(self) -> tuple:
+        """What the artists outside `_changing` show: when it is unchanged, so are their pixels."""
+        return (self.ax.get_title(), self.ax.get_xlim(), tuple(self.ax.get_position().bounds),
+                getattr(self, "_legend_key", None), id(self._legend))
 
 
 def plot_token_use(replay: Any, *, high_water: int | None = None, low_water: int | None = None,

@@ -199,6 +199,21 @@ class TestTokenUse:
         assert [id(a) for a in ax.get_children() if a.get_gid()] == [id(a) for a in before if a.get_gid()]
         assert list(view.high.get_ydata()) == [2500, 2500]
 
+    def test_update_of_the_same_replay_follows_the_cursor_and_new_marks(self):
+        fig, ax = plt.subplots()
+        view = plots.TokenUsePlot(ax)
+        r = _summarizing(_conversation(20), high=1500)
+        view.update(r, cursor=3)
+        view.update(r, cursor=5)
+        assert view.cursor.get_visible() and list(view.cursor.get_xdata()) == [5, 5]
+        view.update(r, high_water=2500, cursor=5)
+        assert list(view.high.get_ydata()) == [2500, 2500]
+        view.update(r)
+        assert not view.cursor.get_visible() and list(view.high.get_ydata()) == [1500, 1500]
+        view.update(r, high_water=1)
+        with pytest.raises(HarpeLabError, match="`high_water` must be a token count"):
+            view.update(r, high_water=True)  # == 1, but not a count: checked, not taken as already shown
+
 
 class TestStrategies:
     def test_one_line_per_replay_labelled(self):

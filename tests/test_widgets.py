@@ -100,6 +100,36 @@ class TestExplorerSliders:
         assert e._figure is figure
         assert [id(a) for a in e._ax.get_children() if a.get_gid()] == artists
 
+    def test_each_picture_is_the_full_draw_of_the_figure(self):
+        # a redraw reuses the pixels of what did not change: the PNG must still be exactly
+        # what drawing the whole figure gives, whatever moved
+        import io
+
+        import numpy as np
+        from PIL import Image
+
+        e = _explorer([_conversation(), _conversation(cid="twin")], high_water=1500, low_water=400)
+
+        def check():
+            shown = np.asarray(Image.open(io.BytesIO(e.plot.value)).convert("RGBA"))
+            e._figure.canvas.draw()
+            assert np.array_equal(shown, np.asarray(e._figure.canvas.buffer_rgba()))
+
+        check()
+        legends = {e._plot._legend_key}
+        for move in (lambda: setattr(e.high_water, "value", 2500), lambda: setattr(e.step, "value", 7),
+                     lambda: setattr(e.step, "value", 0), lambda: setattr(e.high_water, "value", 100_000),
+                     lambda: setattr(e.low_water, "value", 900), lambda: setattr(e.step, "value", e.step.max),
+                     lambda: setattr(e.strategy, "value", "full"), lambda: setattr(e.step, "value", 3),
+                     lambda: setattr(e.strategy, "value", "summarizing"),
+                     lambda: setattr(e.source, "value", "twin")):  # fmt: skip
+            before = e.plot.value
+            move()
+            assert e.last_error is None and e.plot.value != before
+            check()
+            legends.add(e._plot._legend_key)
+        assert len(legends) > 1  # the legend changed on the way, so the kept text was redrawn too
+
     def test_budget_drives_a_windowing_preset(self):
         e = _explorer(strategy="windowed", budget=800)
         small = e.replay.requests["input_tokens"].max()

@@ -10,7 +10,7 @@ from typing import Any, Callable, Iterator, Mapping
 from ..conversation import Conversation
 from ..errors import HarpeLabError
 from ._common import (_Guarded, _check_knob, _check_positive, _check_preset, _default_counter, _figure,
-                      _full_history_peak, _knob_specs, _limit_tokens, _nice_step, _png, _sources)
+                      _full_history_peak, _knob_specs, _limit_tokens, _nice_step, _Redraw, _sources)
 from ._render import _COUNTS, _error_html, _summary_html, render_request_html
 
 __all__ = ["Explorer"]
@@ -155,6 +155,7 @@ class Explorer(_Guarded):
         self._figure = _figure(*figsize, dpi, right=0.8)
         self._ax = self._figure.add_subplot()
         self._plot = TokenUsePlot(self._ax)
+        self._redraw = _Redraw(self._figure, self._plot)
 
         controls = w.VBox([self.source, self.strategy, *self.knob_rows.values()])
         header = w.HBox([w.HBox([w.Label(f"{name}:", tooltip=tips[name]), label], layout=w.Layout(margin="0 12px 0 0"))
@@ -396,7 +397,7 @@ class Explorer(_Guarded):
         params = self.parameters()
         low = params.get("low_water")
         self._plot.update(result, low_water=low, limit=self.limit, cursor=i)
-        self.plot.value = _png(self._figure)
+        self.plot.value = self._redraw.png()
         if len(result):
             used = int(result.requests["input_tokens"].iat[i])
             cap, what = self._cap(result)
