@@ -10,8 +10,9 @@ messages here). Messages a strategy made up (a summary message) belong to no tur
 
 from __future__ import annotations
 
-from itertools import islice
-from operator import is_
+from itertools import compress, islice, repeat
+from itertools import count as count_from
+from operator import add, is_, is_not
 from typing import Any, Mapping
 
 from ._checks import Invariants
@@ -76,18 +77,72 @@ class ProviderSession:
         """A request went out: the next one shares all of it so far."""
         self.shared = len(self.messages)
 
-    def adopt(self, system: str, new: tuple[Message, ...], turn: int, i: int, checks: Invariants) -> None:
+    def adopt(self, system: str, new: tuple[Message, ...], turn: int, i: int, checks: Invariants,
+              edits: tuple[int, ...] | None = None) -> None:
         """Make the rendering ``(system, new)`` the session, reusing the sums of the part it
-        shares with the old one, and check the invariants on what is new."""
+        shares with the old one, and check the invariants on what is new. ``edits`` is the
+        strategy's `Compaction.edits`: when given, ``new`` is the session followed by what
+        was appended since, except at those positions, and nothing else is compared."""
         checks.not_empty(new, i)
+        if edits is None or not self._edit(new, i, checks, edits):
+            self._rebuild(new, i, checks)
+        self.system = system
+        count, owner_of = self._count, self._owner.get
+        trailing = 0
+        for m in reversed(new):
+            if owner_of(id(m)) != turn:
+                break
+            trailing += count(m)
+        self.turn_tokens = trailing
+
+    def _edit(self, new: tuple[Message, ...], i: int, checks: Invariants, edits: tuple[int, ...]) -> bool:
+        """Apply a strategy's promised edits in O(edits + appended + messages after the
+        first edit); False (nothing changed) when the promise is visibly broken at its ends."""
         old = self.messages
-        if len(new) >= len(old) and all(map(is_, new, old)):
-            k = len(old)
-        else:
-            k = 0
-            limit = min(len(old), len(new))
-            while k < limit and old[k] is new[k]:
-                k += 1
+        n = len(old)
+        if len(new) < n or (n and (n - 1) not in edits and new[n - 1] is not old[n - 1]):
+            return False
+        places = sorted({p for p in edits if p < n})
+        if places and places[0] < 0:
+            return False
+        places = [p for p in places if new[p] is not old[p]]
+        if places:
+            count, owner_of = self._count, self._owner.get
+            tok, syn, org = self._tok, self._syn, self._org
+            shifts = []
+            dt = ds = do = 0
+            for p in places:
+                before_t, before_s, before_o = (tok[p - 1], syn[p - 1], org[p - 1]) if p else (0, 0, 0)
+                was_t, was_s, was_o = tok[p] - before_t, syn[p] - before_s, org[p] - before_o
+                m = new[p]
+                t = count(m)
+                original = owner_of(id(m)) is not None
+                dt += t - was_t
+                ds += (0 if original else t) - was_s
+                do += original - was_o
+                shifts.append((dt, ds, do))
+            for (p, stop), (dt, ds, do) in zip(zip(places, places[1:] + [n]), shifts):
+                if dt:
+                    tok[p:stop] = map(add, tok[p:stop], repeat(dt))
+                if ds:
+                    syn[p:stop] = map(add, syn[p:stop], repeat(ds))
+                if do:
+                    org[p:stop] = map(add, org[p:stop], repeat(do))
+            self.messages = old[: places[0]]  # recorded requests still refer to old: a new list
+            self.messages += new[places[0] : n]
+            self.shared = min(self.shared, places[0])
+            for p in places:
+                checks.pairs_kept(new, i, max(0, p - 1), p + 2)
+        checks.pairs_kept(new, i, max(0, n - 1))
+        for m in new[n:]:
+            self._push(m)
+        return True
+
+    def _rebuild(self, new: tuple[Message, ...], i: int, checks: Invariants) -> None:
+        """Find what ``new`` shares with the session by comparing them, and rebuild the rest."""
+        old = self.messages
+        # the common prefix: the first place where they differ, found in C
+        k = next(compress(count_from(), map(is_not, new, old)), min(len(old), len(new)))
         self.shared = min(self.shared, k)
         # A window that slid: after the common prefix — and at most one new message, a summary
         # that replaced or preceded the old one — new goes on with old's messages from some
@@ -96,11 +151,7 @@ class ProviderSession:
         for c in (k, k + 1):
             if c >= len(new) or k >= len(old) - 1:
                 break
-            first = new[c]
-            for at in range(k, len(old)):
-                if old[at] is first:
-                    j = at
-                    break
+            j = next(compress(count_from(k), map(is_, islice(old, k, None), repeat(new[c]))), -1)
             if j > k or (j == k and c > k):
                 block = len(old) - j
                 if len(new) - c >= block and all(map(is_, islice(new, c, None), islice(old, j, None))):
@@ -120,9 +171,9 @@ class ProviderSession:
             for m in new[k:c]:
                 self._push(m)
             at_t, at_s, at_o = self.tokens - base_t, self.made_up_tokens - base_s, self.originals - base_o
-            tok.extend([v + at_t for v in block_t])
-            syn.extend([v + at_s for v in block_s])
-            org.extend([v + at_o for v in block_o])
+            tok.extend(map(add, block_t, repeat(at_t)))
+            syn.extend(map(add, block_s, repeat(at_s)))
+            org.extend(map(add, block_o, repeat(at_o)))
             self.messages.extend(old[j:])
             k = kept
         else:
@@ -130,7 +181,6 @@ class ProviderSession:
             del self._tok[k:], self._syn[k:], self._org[k:]
             if k < len(old):
                 self.messages = old[:k]  # recorded requests still refer to old: a new list
-        self.system = system
         count, owner_of = self._count, self._owner.get
         tok, syn, org = self.tokens, self.made_up_tokens, self.originals
         for m in new[k:]:
@@ -144,9 +194,3 @@ class ProviderSession:
             self._syn.append(syn)
             self._org.append(org)
         self.messages.extend(new[k:])
-        trailing = 0
-        for m in reversed(new):
-            if owner_of(id(m)) != turn:
-                break
-            trailing += count(m)
-        self.turn_tokens = trailing

@@ -28,7 +28,7 @@ every replay can start from a new one.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Literal, Protocol, runtime_checkable
 
 from .errors import StrategyError
@@ -64,6 +64,14 @@ class Compaction:
 
     rendered: Rendered
     compacted: bool
+    edits: tuple[int, ...] | None = field(default=None, compare=False)
+    """What the strategy knows of how the request relates to the previous one: a tuple says
+    it is the previous request followed by the messages appended since (the new user input
+    at a turn start), except at these positions, where a stand-in replaced what was there
+    (``()``: nothing replaced). ``None`` (the default): not known, so the engine compares
+    the request with the previous one itself, which costs O(request). A tuple is a promise
+    the engine checks only at its ends: a strategy that cannot keep it exactly passes ``None``.
+    Not compared: two compactions are equal when they send the same request the same way."""
 
 
 @dataclass(frozen=True)

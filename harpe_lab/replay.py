@@ -444,8 +444,7 @@ def replay(
     rec = _Recording(conversation)
     checks = Invariants(strategy, rec.pairs, limit, counter)
     session = ProviderSession(rec.owner, counter.count_message)
-    rows: dict[str, list] = {c: [] for c in REQUEST_COLUMNS}
-    appends = [rows[c].append for c in REQUEST_COLUMNS]
+    table: list[tuple] = []  # a row per request, turned into columns once at the end
     requests = _Sent()
     summaries: list[str] = []
     summarized: dict[str, int] = {}
@@ -487,7 +486,7 @@ def replay(
         ctx.begin_turn(msgs[0])
         available += 1
         first = ctx.compact()
-        session.adopt(first.rendered.system, tuple(first.rendered.messages), t, request, checks)
+        session.adopt(first.rendered.system, tuple(first.rendered.messages), t, request, checks, first.edits)
         usage = turn.usage
         times = turn.metadata.get("request_times") or ()
         resets = turn.metadata.get("cache_resets") or ()
@@ -540,8 +539,7 @@ def replay(
                 max(0, input_tokens - limit_tokens) if limit_tokens is not None else 0,
                 d_calls, d_in, d_out, cached, read, write, cost, cost_cached, d_cost,
             )  # fmt: skip
-            for add, value in zip(appends, row):
-                add(value)
+            table.append(row)
             requests.add(session.messages, len(session.messages), system)
             summaries.append(ctx.summary if holds_summary else "")
             request += 1
@@ -559,7 +557,7 @@ def replay(
             if after and step + 1 < len(rounds):
                 n = ctx.compact()
                 if n.compacted:
-                    session.adopt(n.rendered.system, tuple(n.rendered.messages), t, request, checks)
+                    session.adopt(n.rendered.system, tuple(n.rendered.messages), t, request, checks, n.edits)
         if turn.outcome == "answered":
             ctx.commit_turn()
         else:
@@ -575,4 +573,6 @@ def replay(
             f"({first_fallback.reason}: {first_fallback.detail}); see Replay.events",
             DistillFallbackWarning, stacklevel=2,
         )  # fmt: skip
+    columns = zip(*table) if table else ((),) * len(REQUEST_COLUMNS)
+    rows = {c: list(values) for c, values in zip(REQUEST_COLUMNS, columns)}
     return Replay(conversation, strategy, rows, listener.events, requests, summarized, summaries, limit, rec.ids)

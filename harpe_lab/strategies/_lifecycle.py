@@ -47,6 +47,7 @@ class PolicyLifecycle:
         self._turn_input: UserInput | None = None
         self._sent: tuple[Message, ...] = ()
         self._since: list[Message] = list(start)
+        self._aborted = False  # an abort since the last request
 
     @property
     def transcript(self) -> tuple[Message, ...]:
@@ -70,14 +71,23 @@ class PolicyLifecycle:
     def _added(self, message: Message) -> None:
         """Called before ``message`` is stored."""
 
-    def _request(self, messages: tuple[Message, ...]) -> Compaction:
+    def _request(self, messages: tuple[Message, ...], edits: tuple[int, ...] | None = None) -> Compaction:
         """The request carrying ``messages``: compacted unless it is the previous request
-        followed by exactly the messages appended since."""
-        continues = len(messages) == len(self._sent) + len(self._since) and all(
-            map(is_, messages, chain(self._sent, self._since))
-        )
+        followed by exactly the messages appended since. ``edits``: a subclass that knows
+        the places where ``messages`` differs from those (`Compaction.edits`) passes them,
+        and nothing is compared."""
+        if edits is None:
+            continues = len(messages) == len(self._sent) + len(self._since) and all(
+                map(is_, messages, chain(self._sent, self._since))
+            )
+            if continues and not self._aborted:
+                edits = ()
+        else:
+            continues = not edits
+        if self._aborted:  # what the aborted turn appended is gone: no promise this time
+            edits, self._aborted = None, False
         self._sent, self._since = messages, []
-        return Compaction(Rendered(self.base_system, messages), not continues)
+        return Compaction(Rendered(self.base_system, messages), not continues, edits)
 
     def observe(self, usage: Usage) -> None:
         pass
@@ -90,6 +100,7 @@ class PolicyLifecycle:
         self._transcript = marked[:length] + ([] if self._turn_input is None else [self._turn_input])
         self._turn_input = None
         self._since = []
+        self._aborted = True
         self._restored()
 
     def _restored(self) -> None:

@@ -91,9 +91,10 @@ class EditContext(PolicyLifecycle):
         self._standins: dict[int, tuple[Message, Message]] = {}
         make = getattr(policy, "incremental", None)
         self._make_editor: Callable[[], Any] | None = make if callable(make) else None
-        # (the `_source` objects, the edited messages' count, the editor, the last output):
+        # (the `_source` objects, the edited messages' count, the editor, the last output as
+        # a list and as rendered):
         # while the source objects are the same, the edited messages only grew
-        self._last: tuple[tuple[object, ...], int, Any, list[Message]] | None = None
+        self._last: tuple[tuple[object, ...], int, Any, list[Message], tuple[Message, ...]] | None = None
         # id(original) -> (original, the editor's decision, its stand-in)
         self._decided: dict[int, tuple[Message, object, Message]] = {}
 
@@ -104,10 +105,11 @@ class EditContext(PolicyLifecycle):
         memo[id(original)] = (original, new)
         return new
 
-    def _edited(self) -> tuple[Message, ...]:
-        """The messages the policy is applied to: the transcript (a subclass may send a
-        view of it instead, as the hybrid sends its checkpoint and the turns after it)."""
-        return tuple(self._transcript)
+    def _edited(self) -> Sequence[Message]:
+        """The messages the policy is applied to: the transcript itself, read and never kept
+        (a copy at every request would cost O(history)); a subclass may send a view of it
+        instead, as the hybrid sends its checkpoint and the turns after it."""
+        return self._transcript
 
     def _source(self) -> tuple[object, ...]:
         """Objects that, while the same ones, mean the edited messages only grew since the
@@ -117,8 +119,11 @@ class EditContext(PolicyLifecycle):
     def render(self) -> tuple[Message, ...]:
         """What the next request carries (the policy applied, stand-ins made stable)."""
         if self._make_editor is not None:
-            return self._render_incremental()
-        seq = self._edited()
+            return self._render_incremental()[0]
+        return self._render_whole()
+
+    def _render_whole(self) -> tuple[Message, ...]:
+        seq = tuple(self._edited())
         out = list(self.policy(seq))
         check_edit(seq, out, self.policy)
         for k, (m, o) in enumerate(zip(seq, out)):
@@ -126,7 +131,7 @@ class EditContext(PolicyLifecycle):
                 out[k] = self._stable(self._standins, m, o)
         return tuple(out)
 
-    def _render_incremental(self) -> tuple[Message, ...]:
+    def _render_incremental(self) -> tuple[tuple[Message, ...], tuple[int, ...] | None]:
         # The policy's editor is told which messages are new and answers with the places
         # whose decision changed, so a request costs what moved, not the history. Stand-ins
         # are built once per (original, decision): the same object goes out again, as
@@ -135,18 +140,25 @@ class EditContext(PolicyLifecycle):
         source = self._source()
         last = self._last
         if last is not None and len(seq) >= last[1] and all(map(is_, source, last[0])):
-            _, start, editor, out = last
+            _, start, editor, out, previous = last
         else:
-            editor, start, out = self._make_editor(), 0, []  # type: ignore[misc]
+            editor, start, out, previous = self._make_editor(), 0, [], None  # type: ignore[misc]
             if editor is None:  # the policy has no editor for this configuration
                 self._make_editor = None
-                return self.render()
+                return self._render_whole(), None
         out.extend(seq[start:])
+        # the places where the request differs from the last render followed by the messages
+        # appended since: out holds exactly that before the editor's answers go in
+        edits = set()
         for k, decision in editor.extend(seq, start):
             m = seq[k]
-            out[k] = m if decision is None else self._standin(editor, m, decision)
-        self._last = (source, len(seq), editor, out)
-        return tuple(out)
+            new = m if decision is None else self._standin(editor, m, decision)
+            if new is not out[k]:
+                edits.add(k)
+            out[k] = new
+        rendered = tuple(out)
+        self._last = (source, len(seq), editor, out, rendered)
+        return rendered, (None if previous is None else tuple(sorted(edits)))
 
     def _standin(self, editor: Any, original: Message, decision: object) -> Message:
         known = self._decided.get(id(original))
@@ -160,4 +172,10 @@ class EditContext(PolicyLifecycle):
         return new
 
     def compact(self) -> Compaction:
-        return self._request(self.render())
+        if self._make_editor is None:
+            return self._request(self._render_whole())
+        # the edits are relative to the last render: they say how this request follows the
+        # previous one only when that render is what went out (`render` may preview between)
+        went_out = self._last is not None and self._last[4] is self._sent
+        rendered, edits = self._render_incremental()
+        return self._request(rendered, edits if went_out else None)

@@ -70,6 +70,7 @@ class _TranscriptContext:
         # turn start costs O(1), not a copy of the whole history.
         self._marked: tuple[list[Message], int] = (self._transcript, len(self._transcript))
         self._turn_input: list[Message] = []
+        self._continues = True  # the transcript only grew since the last request (no abort)
 
     @property
     def transcript(self) -> tuple[Message, ...]:
@@ -95,6 +96,14 @@ class _TranscriptContext:
         marked, length = self._marked
         self._transcript = marked[:length] + self._turn_input
         self._turn_input = []
+        self._continues = False
+
+    def _whole(self, compacted: bool, system: str) -> Compaction:
+        """The request carrying the whole transcript: unless an abort or a fold cut it, that
+        is the previous request followed by the messages appended since (`Compaction.edits`)."""
+        edits = () if self._continues and not compacted else None
+        self._continues = True
+        return Compaction(Rendered(system, tuple(self._transcript)), compacted, edits)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({len(self._transcript)} messages)"
@@ -104,7 +113,7 @@ class FullContext(_TranscriptContext):
     """Send the whole transcript every time. Never compacts."""
 
     def compact(self) -> Compaction:
-        return Compaction(Rendered(self.base_system, tuple(self._transcript)), False)
+        return self._whole(False, self.base_system)
 
 
 class WindowedContext(_TranscriptContext):
@@ -248,7 +257,7 @@ class SummarizingContext(_TranscriptContext):
         system = self.base_system
         if self._summary != "":
             system += "\n\n" + SUMMARY_HEADER + self._summary
-        return Compaction(Rendered(system, tuple(self._transcript)), changed)
+        return self._whole(changed, system)
 
     def _compact_transcript(self) -> bool:
         kept = truncate(self._transcript, self.low_water_chars)

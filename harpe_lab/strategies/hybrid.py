@@ -51,7 +51,7 @@ the frame). No limit is declared: the paper's hybrid counts turns, not tokens.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Sequence
 
 from ..errors import StrategyError
 from ..messages import AssistantMessage, Message, Rendered, ToolResults, UserInput
@@ -162,10 +162,10 @@ class HybridContext(EditContext):
         t = self._transcript
         return 1 if t and isinstance(t[0], UserInput) else 0
 
-    def _edited(self) -> tuple[Message, ...]:
+    def _edited(self) -> Sequence[Message]:
         t = self._transcript
         if self._checkpoint is None:
-            return tuple(t)
+            return t
         return (*t[: self._head], self._checkpoint, *t[self._upto :])
 
     def _source(self) -> tuple[object, ...]:
@@ -197,7 +197,7 @@ class HybridContext(EditContext):
 
     def compact(self) -> Compaction:
         self._fold()
-        return self._request(self.render())
+        return super().compact()
 
     def __repr__(self) -> str:
         return f"HybridContext({self.hybrid!r}, {len(self._transcript)} messages)"
