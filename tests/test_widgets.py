@@ -448,6 +448,20 @@ class TestCompare:
         assert cmp.replays["windowed"].limit.tokens == cmp.replays["summarizing"].limit.tokens == 4000
         assert cmp.plot.value != plot
 
+    def test_each_panel_is_the_full_draw_of_its_figure(self):
+        import io
+
+        import numpy as np
+        from PIL import Image
+
+        cmp = Compare(_conversation(20), ["full", "windowed", "summarizing"], budget=1000, distill=_summary)
+        for budget in (1000, 4000, 2500):
+            cmp.budget.value = budget
+            for name, (view, redraw) in cmp._panel_figs.items():
+                shown = np.asarray(Image.open(io.BytesIO(cmp._panel_images[name].value)).convert("RGBA"))
+                redraw.figure.canvas.draw()
+                assert np.array_equal(shown, np.asarray(redraw.figure.canvas.buffer_rgba())), (budget, name)
+
     def test_budget_is_not_capped_for_a_long_session(self):
         cmp = Compare(_big_conversation(), ["full", "sliding"], budget=113_878)
         assert cmp.budget.value == 113_878 and cmp.budget.max >= 113_878

@@ -7,7 +7,7 @@ from typing import Any, Callable, Mapping, Sequence
 from ..conversation import Conversation
 from ..errors import HarpeLabError
 from ._common import (_Guarded, _check_knob, _check_positive, _check_preset, _default_counter, _figure,
-                      _full_history_peak, _knob_specs, _nice_step, _png)
+                      _full_history_peak, _knob_specs, _nice_step, _png, _Redraw)
 from ._render import _CSS, _error_html
 
 __all__ = ["Compare"]
@@ -113,7 +113,8 @@ class Compare(_Guarded):
         self._panel_figs = {}
         for name in self._factories:
             fig = _figure(4.2, 2.6, dpi, left=0.17, right=0.97)
-            self._panel_figs[name] = (fig, TokenUsePlot(fig.add_subplot(), legend=None))
+            view = TokenUsePlot(fig.add_subplot(), legend=None)
+            self._panel_figs[name] = (view, _Redraw(fig, view))
         self.budget.observe(self._guard(lambda _: self.refresh()), names="value")
         self._guard(self.refresh)()
         if self.last_error is not None:
@@ -161,10 +162,10 @@ class Compare(_Guarded):
             self._overlay_ax.text(0.5, 0.5, "no strategy could replay: see the table", ha="center", va="center",
                                   transform=self._overlay_ax.transAxes)  # fmt: skip
         self.plot.value = _png(self._figure)
-        for name, (fig, view) in self._panel_figs.items():
+        for name, (view, redraw) in self._panel_figs.items():
             if name in replays:
                 view.update(replays[name])
-                self._panel_images[name].value = _png(fig)
+                self._panel_images[name].value = redraw.png()
                 self._panel_images[name].layout.display = None
                 self._panel_errors[name].layout.display = "none"
             else:

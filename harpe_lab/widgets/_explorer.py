@@ -372,8 +372,8 @@ class Explorer(_Guarded):
             self.step.max = max(0, n - 1)
             if self.step.value > self.step.max:
                 self.step.value = self.step.max
+        self._draw(result)  # the picture first: in a browser it is sent while the rest is worked out
         figures = totals(result.requests)
-        self._draw(result)
         for name, label in self.counts.items():
             label.value = str(figures.get(name, 0))
         self.summary.value = _summary_html(figures)
