@@ -7,8 +7,9 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from ...errors import StrategyError
-from ...messages import AssistantMessage, Message, Rendered, Usage, UserInput
+from ...messages import AssistantMessage, Message, Rendered, ToolResults, Usage, UserInput
 from ...protocol import Compaction, ContextCompacted, Distill, EventHub, Limit, MeteredDistill
+from ...tokens import prices_by_parts
 from .._lifecycle import PolicyLifecycle
 from .._validate import check_counter, check_int
 from ._units import buffer_xml, regroup, safe_cutoff, trim_last, units_of
@@ -283,7 +284,7 @@ class _UnitLifecycle(PolicyLifecycle):
         raise NotImplementedError
 
     def compact(self) -> Compaction:
-        return self._request(self._step(self.transcript))
+        return self._request(self._step(self._transcript))
 
 
 class SummarizationContext(_UnitLifecycle):
@@ -316,6 +317,9 @@ class SummarizationContext(_UnitLifecycle):
         """Folds made so far (with a distill call or not)."""
         self._usage: Usage | None = None
         self._reported: dict[int, tuple[Message, int]] = {}  # id(reply) -> (reply, total tokens)
+        # (state list, its length, the messages before its last group, where that group starts)
+        self._grouped: tuple[list[Message], int, tuple[Message, ...], int] | None = None
+        self._counted: tuple[list[Message], int, int] | None = None  # (state list, length, its tokens)
 
     def observe(self, usage: Usage) -> None:
         if self.config.reported_usage:
@@ -352,9 +356,23 @@ class SummarizationContext(_UnitLifecycle):
         reply = self._distill(Rendered("", (UserInput(prompt),)))
         return (reply or "").strip()
 
+    def _state_tokens(self) -> int:
+        """``count(self._state)``. With a counter that prices a request by its parts, kept as
+        a running sum while the state only grew (the same list, longer)."""
+        state = self._state
+        if not prices_by_parts(self.counter):
+            return self.count(state)
+        memo = self._counted
+        if memo is not None and memo[0] is state and len(state) >= memo[1]:
+            total = memo[2] + self.counter.count_messages(state[memo[1]:])
+        else:
+            total = self.count(state)
+        self._counted = (state, len(state), total)
+        return total
+
     def _step(self, transcript: Sequence[Message]) -> tuple[Message, ...]:
         state = self._state
-        if self.config.triggered(state, self.count(state), self.reported(state)):
+        if self.config.triggered(state, self._state_tokens(), self.reported(state)):
             cut = self.config.cutoff(state, self.count)
             if cut > 0:
                 folded, kept = state[:cut], state[cut:]
@@ -364,7 +382,28 @@ class SummarizationContext(_UnitLifecycle):
                 if text is not None:
                     # without a distill call the folded messages are dropped, not summarized
                     self._events.emit(ContextCompacted(len(regroup(self._pairs(folded)))))
-        return regroup(self._pairs(self._state))
+        return self._regrouped()
+
+    def _regrouped(self) -> tuple[Message, ...]:
+        """``regroup(self._pairs(self._state))``. While the state only grew (the same list,
+        longer), only its last group and the units appended since are regrouped: a request
+        costs what was appended, not the state."""
+        state = self._state
+        memo = self._grouped
+        if memo is not None and memo[0] is state and len(state) >= memo[1]:
+            _, _, done, start = memo
+        else:
+            done, start = [], 0
+        pairs = self._pairs(state[start:])
+        tail = regroup(pairs)
+        # where the last message's group begins: a run of tool-result units of one round
+        j = len(pairs) - 1
+        if j >= 0 and isinstance(pairs[j][0], ToolResults) and isinstance(pairs[j][1], ToolResults):
+            while j > 0 and pairs[j - 1][1] is pairs[j][1] and isinstance(pairs[j - 1][0], ToolResults):
+                j -= 1
+        out = (*done, *tail)
+        self._grouped = (state, len(state), out[:-1] if tail else done, start + max(j, 0))
+        return out
 
     def __repr__(self) -> str:
         return f"SummarizationContext({self.config!r}, {len(self._state)} units)"
