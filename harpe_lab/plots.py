@@ -278,7 +278,7 @@ class TokenUsePlot:
             return
         handles = [b for b in self.bands]
         handles += [a for a in (self.high, self.low, self.limit) if a.get_visible()]
-        if len(self.overshoot.get_segments()):
+        if self.overshoot.get_paths():  # one path per segment; get_segments would rebuild them all
             handles.append(self.overshoot)
         handles += [m for m in (self.compactions, self.summaries) if len(m.get_xdata())]
         labels = [h.get_label() for h in handles]
