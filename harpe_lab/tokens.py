@@ -2,6 +2,8 @@
 
 Every counter memoizes ``count(text)``, so counting the same text twice costs one encode,
 and caches each message's count, so a replay pays one encode per distinct message.
+`TiktokenCounter` also counts a long text by the lines it shares with texts counted before
+(a running summary, the request that quotes it), exactly: see `TiktokenCounter`.
 
 `count_rendered` prices a whole chat request the way OpenAI documents it for chat models:
 
@@ -27,6 +29,7 @@ import importlib.util
 import json
 import math
 import os
+import re
 import threading
 from functools import lru_cache
 from pathlib import Path
@@ -274,8 +277,69 @@ def _load_encoding(name: str) -> Any:
         return encoding
 
 
+# --- counting a long text by chunks -----------------------------------------------------
+#
+# tiktoken splits a text with its encoding's pattern into pieces, left to right, and encodes
+# each piece on its own: a text's count is the sum of its pieces' counts. So a text cut where
+# a piece boundary falls, and where each side alone splits into the same pieces, counts as the
+# sum of its chunks. Two such cuts, for the two patterns below (each alternative read there):
+#
+# * after "\n" when the next character is printable ASCII other than space and "/". No piece
+#   holds a newline followed by such a character: letter pieces may start with one non-letter
+#   but never a newline; punctuation pieces end with newlines (o200k: and "/"), nothing else;
+#   whitespace pieces hold whitespace only. The whitespace run ending at the cut ends with the
+#   newline, so it is one piece either way (``\s*[\r\n]`` before the next character,
+#   ``\s++$`` / ``\s*[\r\n]+`` at the end of the left chunk).
+# * after "," when the next character is a space (used where "`, `" separates the values of
+#   an artifact list): the comma ends its punctuation piece (a letter piece needs a letter
+#   after it), and nothing before it looks at the space.
+#
+# No alternative looks behind the place it starts, so the right chunk splits as it did in the
+# whole text. Any other pattern (another tiktoken's) is counted whole. tests/test_tokens.py
+# checks chunked counts against tiktoken's on adversarial text, and replays with and without.
+_CHUNKABLE_PATTERNS = frozenset({
+    # cl100k_base, as tiktoken 0.14 writes it
+    r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s""",
+    # o200k_base
+    "|".join([
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""\p{N}{1,3}""",
+        r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
+        r"""\s*[\r\n]+""",
+        r"""\s+(?!\S)""",
+        r"""\s+""",
+    ]),
+})  # fmt: skip
+_LINE_CUT = re.compile(r"\n(?=[!-.0-~])")
+_CHUNKED_FROM = 2048
+"""Texts at least this long are counted by chunks: a message is usually shorter (and counted
+whole, as once), a running summary and a request quoting one are not."""
+_LONG_LINE = 256
+"""A chunk this long with a backtick list in it is cut between the list's values too."""
+
+
+def _cut(text: str, pattern: re.Pattern[str]) -> list[str]:
+    """``text`` cut after each match of ``pattern`` (the pieces join back to ``text``)."""
+    chunks = []
+    start = 0
+    for m in pattern.finditer(text):
+        end = m.end()
+        chunks.append(text[start:end])
+        start = end
+    chunks.append(text[start:])
+    return chunks
+
+
 class TiktokenCounter(_Counter):
-    """Exact counts for OpenAI encodings (``cl100k_base``, ``o200k_base``), loaded offline."""
+    """Exact counts for OpenAI encodings (``cl100k_base``, ``o200k_base``), loaded offline.
+
+    A text of 2,048 characters or more is counted as the sum of its chunks (its lines, and
+    the values of a long backtick list), each memoized: a running summary counted as a
+    reply, again in the system prompt and again inside the next distill request costs one
+    encode of what changed. The chunks are cut only where tiktoken's own pre-tokenizer cuts
+    (see the comment above), so the count is the whole text's, token for token.
+    """
 
     def __init__(self, encoding: str = "cl100k_base") -> None:
         if encoding not in _BPE:
@@ -291,16 +355,38 @@ class TiktokenCounter(_Counter):
     def _reset_caches(self) -> None:
         super()._reset_caches()
         self._enc: Any = None
+        self._chunkable = False
+        self._chunk = lru_cache(maxsize=_CACHE_SIZE)(self._chunk_len)
+
+    def _encoder(self) -> Any:
+        enc = self._enc
+        if enc is None:
+            enc = _load_encoding(self.name)
+            self._chunkable = enc._pat_str in _CHUNKABLE_PATTERNS
+            self._enc = enc
+        return enc
 
     def _encode_len(self, text: str) -> int:
         enc = self._enc
         if enc is None:
-            enc = self._enc = _load_encoding(self.name)
-        return len(enc.encode_ordinary(text))
+            enc = self._encoder()
+        if len(text) < _CHUNKED_FROM or not self._chunkable:
+            return len(enc.encode_ordinary(text))
+        return sum(map(self._chunk, _cut(text, _LINE_CUT)))
+
+    def _chunk_len(self, chunk: str) -> int:
+        if len(chunk) >= _LONG_LINE and "`, `" in chunk:
+            # cut after the comma of each "`, `": the values of a list, each with its
+            # backticks ("first`,", " `middle`,", ..., " `last")
+            values = chunk.split("`, `")
+            last = values.pop()
+            return self._chunk(values[0] + "`,") + sum(map(self._chunk, [f" `{v}`," for v in values[1:]])) + self._chunk(" `" + last)
+        return len(self._enc.encode_ordinary(chunk))
 
     def __getstate__(self) -> dict[str, Any]:
         state = super().__getstate__()
-        state.pop("_enc", None)
+        for key in ("_enc", "_chunkable", "_chunk"):
+            state.pop(key, None)
         return state
 
 

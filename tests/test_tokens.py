@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 import harpe_lab.tokens as tokens
 from harpe_lab.errors import HarpeLabError
 from harpe_lab.messages import AssistantMessage, Rendered, ToolCall, ToolResult, ToolResults, UserInput
+from harpe_lab.presets import PRESETS
 from harpe_lab.tokens import (
     CALL_OVERHEAD,
     MESSAGE_OVERHEAD,
@@ -282,6 +283,82 @@ class TestMemoization:
         n = len(encodes)
         c.count_rendered(Rendered("sys prompt", (*history, UserInput("second question"))))
         assert encodes[n:] == ["second question"]
+
+
+# --- long texts counted by chunks --------------------------------------------------------
+
+# what the chunk cuts must survive: newlines before "/" and whitespace, "\r\n", punctuation
+# runs that swallow newlines, backtick lists, contractions, non-ASCII letters and spaces
+_TRICKY = st.lists(
+    st.sampled_from(list("\n\r\t `,/.:-_'\"()#aAZ09é中\u00a0\u2028\u3000\u0085\u001c…!sdl")
+                    + ["`, `", "\n/", "\n ", " \n", ",\n", "'s", "'ll", "123", "\r\n", "\n\n", "`,\n"]),
+    max_size=40,
+).map("".join)
+
+
+def _summary_like(values: list[str], notes: list[str]) -> str:
+    return ("Numbers: `" + "`, `".join(values) + "`\nNotes:\n" + "".join(f"- Agent: {n}\n" for n in notes)
+            + "\n\nReply with the updated summary.")
+
+
+class TestChunkedCounting:
+    @pytest.mark.parametrize("encoding", ENCODINGS)
+    @settings(max_examples=400, deadline=None)
+    @given(text=_TRICKY)
+    def test_every_cut_keeps_tiktokens_count(self, reference, encoding, text):
+        with pytest.MonkeyPatch.context() as patch:  # cut every text, however short, wherever the rules allow
+            patch.setattr(tokens, "_CHUNKED_FROM", 1)
+            patch.setattr(tokens, "_LONG_LINE", 1)
+            assert TiktokenCounter(encoding).count(text) == len(reference[encoding].encode_ordinary(text))
+
+    @pytest.mark.parametrize("encoding", ENCODINGS)
+    def test_a_long_text_counts_as_tiktoken_does(self, reference, encoding):
+        text = _summary_like([f"{i}.5 s" for i in range(400)], ["The test failed, then passed.\n/tmp/x"] * 30)
+        assert len(text) >= tokens._CHUNKED_FROM
+        assert TiktokenCounter(encoding).count(text) == len(reference[encoding].encode_ordinary(text))
+
+    def test_a_text_sharing_lines_with_one_counted_encodes_only_what_changed(self, monkeypatch):
+        import tiktoken
+
+        calls: list[str] = []
+        original = tiktoken.Encoding.encode_ordinary
+        monkeypatch.setattr(tiktoken.Encoding, "encode_ordinary", lambda self, t: calls.append(t) or original(self, t))
+        c = TiktokenCounter()
+        values, notes = [f"{i} MB" for i in range(500)], [f"note number {i}." for i in range(20)]
+        c.count(_summary_like(values, notes))
+        calls.clear()
+        grown = _summary_like(values[1:] + ["501 MB"], notes + ["a new note."])
+        assert c.count(grown) == len(c.encoding.encode_ordinary(grown))
+        assert sum(map(len, calls[:-1])) < 100, calls[:-1]  # the new value, the new note, the ends of lines
+
+    @pytest.mark.parametrize("preset", [p.name for p in PRESETS.values() if "distill" in p.needs])
+    @pytest.mark.parametrize("options", [{}, {"tool_rate": 0.5, "result_chars": 2200}], ids=["chat", "long-results"])
+    def test_replays_that_distill_count_as_whole_texts_do(self, preset, options):
+        from harpe_lab.datasets import synthesize
+        from harpe_lab.presets import make_strategy
+        from harpe_lab.replay import replay
+
+        # the same counts, each text encoded whole
+        class Whole(TiktokenCounter):
+            def _encode_len(self, text: str) -> int:
+                return len(self.encoding.encode_ordinary(text))
+
+        conversation = synthesize(200, seed=3, **options)
+        frames = []
+        for counter in (TiktokenCounter(), Whole()):
+            factory = make_strategy(preset, budget=8000, counter=counter, system=conversation.system)
+            r = replay(conversation, factory, counter=counter, name=preset)
+            frames.append(r.requests)
+            if type(counter) is TiktokenCounter:
+                assert counter._chunk.cache_info().currsize, "the replay counted no text by chunks"
+        assert frames[0]["distill_calls"].sum() > 0
+        assert frames[0].equals(frames[1])
+
+    def test_an_unknown_pattern_is_counted_whole(self, monkeypatch):
+        monkeypatch.setattr(tokens, "_CHUNKABLE_PATTERNS", frozenset())
+        c = TiktokenCounter()
+        text = _summary_like([f"{i} MB" for i in range(500)], ["a note."])
+        assert c.count(text) == len(c.encoding.encode_ordinary(text)) and c._chunk.cache_info().currsize == 0
 
 
 # --- chat overhead ---------------------------------------------------------------------
