@@ -58,14 +58,6 @@ LABELS = {
     "chain": "laser Chain(LastN(100), TokenBudget)",
 }
 """Names the results have always used; any other preset is shown as ``family name``."""
-INHERENT = {
-    "autogen-token-limited": "AutoGen's TokenLimited prices the whole history at every request (count_tokens "
-                             "over every message, then pops), by design",
-}
-"""Presets whose own algorithm is O(history) per request, more than tokenizing: said in their row.
-(The edit policies — masking, trimming, clearing and their kin — are replayed by editors that
-look only at what moved past the cut; what they cost beyond the floor is the engine re-summing
-a request from a message edited deep inside it, and tokenizing the stand-ins.)"""
 FIXED_SUMMARY = "The user and the agent worked through the task; decisions and facts so far: " + "x" * 900
 
 
@@ -213,11 +205,10 @@ def run(
     floor_s, bare_s = timings.median("floor"), timings.median("tiktoken")
     for name in strategies:
         t2 = timings.median(f"{name}/2N")
-        why = f"; {INHERENT[name]}" if name in INHERENT else ""
         rows.append(Row(
             "1 floor", f"{label(name)} / tokenize once (~{big_tokens / 1e6:.1f}M tokens)", t2 / floor_s,
             goal=FLOOR_GOAL, reps=timings.reps(f"{name}/2N"),
-            detail=f"{t2:.3f} s / {floor_s:.3f} s (bare tiktoken {bare_s:.3f} s); frames checked{why}",
+            detail=f"{t2:.3f} s / {floor_s:.3f} s (bare tiktoken {bare_s:.3f} s); frames checked",
         ))  # fmt: skip
     for name in extractive:
         t2 = timings.median(f"{name}+extractive/2N")

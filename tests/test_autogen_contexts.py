@@ -179,6 +179,25 @@ class TestTokenLimited:
         assert out == (*msgs[:3], *msgs[6:])
         assert out == _autogen_token_limited(policy, msgs)
 
+    @settings(max_examples=300, deadline=None)
+    @given(st.lists(st.tuples(st.sampled_from("urc"), st.integers(0, 40)), max_size=40), st.integers(1, 400))
+    def test_where_the_pops_stop_is_autogens_pop_loop(self, shape, limit):
+        # select finds where AutoGen's pops stop from running sums; its loop pops one by one
+        msgs: list = []
+        for k, (kind, size) in enumerate(shape):
+            if kind == "c":
+                msgs += _round(f"c{k}", content="w " * size)
+            else:
+                msgs.append((_user if kind == "u" else _reply)("w " * size))
+        policy = TokenLimited(token_limit=limit, counter=COUNTER)
+        assert policy.select(msgs) == _autogen_token_limited(policy, msgs)
+        ctx = policy.context()  # the lifecycle's running sums give the same requests
+        ctx.begin_turn(_user("go"))
+        for m in msgs:
+            ctx.append(m)
+        history = [_user("go"), *msgs]
+        assert ctx.compact().rendered.messages == pair_up(_autogen_token_limited(policy, history), history)
+
     def test_counts_with_our_counter_and_the_tools(self):
         tools = ({"type": "function", "function": {"name": "lookup", "parameters": {"type": "object"}}},)
         msgs = [_user("a" * 50), _user("b" * 50)]

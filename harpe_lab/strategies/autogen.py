@@ -35,6 +35,7 @@ followed by its results, results never come without their call) holds.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import accumulate
 from typing import Any, Callable, Iterable, Sequence
 
 from ..errors import StrategyError
@@ -101,7 +102,6 @@ def pair_up(sent: Sequence[Message], messages: Sequence[Message]) -> tuple[Messa
         back += 1
     if any(isinstance(m, ToolResults) or _is_calls(m) for m in out[front : n - back]):
         return _pair_up_scanning(out, msgs)
-    pos = [*range(front), *([-1] * (n - front - back)), *range(total - back, total)]
 
     def call_of(p: int) -> Message | None:
         """The call right before position ``p`` of the transcript, when ``p`` holds its results."""
@@ -109,19 +109,24 @@ def pair_up(sent: Sequence[Message], messages: Sequence[Message]) -> tuple[Messa
             return msgs[p - 1]
         return None
 
-    kept: list[Message] = []
-    for k, m in enumerate(out):
-        p = pos[k]
+    def keeps(k: int) -> bool:
+        p = k if k < front else k + total - n if k >= n - back else -1
         if p < 0:  # a made-up message: neither a call nor results
-            kept.append(m)
-            continue
+            return True
+        m = out[k]
         call = call_of(p)
         if call is not None and (k == 0 or out[k - 1] is not call):
-            continue  # results without their call
+            return False  # results without their call
         res = msgs[p + 1] if p + 1 < total and _is_calls(m) and isinstance(msgs[p + 1], ToolResults) else None
-        if res is not None and (k + 1 == n or out[k + 1] is not res):
-            continue  # a call without its results
-        kept.append(m)
+        return res is None or (k + 1 < n and out[k + 1] is res)  # else a call without its results
+
+    # Inside a run the request's neighbours are the transcript's, so a pair there is whole:
+    # only a run's first message (results) or last (a call) can have lost its partner.
+    edges = sorted({k for k in (0, front - 1, front, n - back - 1, n - back, n - 1) if 0 <= k < n})
+    kept = list(out)
+    for k in reversed(edges):
+        if not keeps(k):
+            del kept[k]
     if msgs and (not kept or kept[-1] is not msgs[-1]):
         newest = msgs[-1]
         call = call_of(total - 1)
@@ -247,7 +252,8 @@ class TokenLimited(_Policy):
     counted — AutoGen's agents prepend it outside the model context — so the request goes
     up to ``token_limit`` plus the system prompt; `within` sets the limit from a whole-request
     budget. (``tools`` are OpenAI tool schemas, the replay's.) Every harpe_lab counter is
-    additive (fixed part + each message), so the pops cost O(1) each.
+    additive (fixed part + each message), so the pops need not be made one by one: the
+    running sums of the prices find where they stop in O(log n).
 
     Deviations (`pair_up`): popping from the middle can split a call from its results;
     AutoGen 0.7.5 sends both halves (the main branch, commit 0b607df5, drops orphaned
@@ -299,28 +305,45 @@ class TokenLimited(_Policy):
 
     def select(self, messages: Sequence[Message]) -> tuple[Message, ...]:
         seq = _seq(messages)
-        n = len(seq)
         price = self.counter.count_message
-        prices = [int(price(m)) for m in seq]
+        return self._select(seq, list(accumulate((int(price(m)) for m in seq), initial=0)))
+
+    def _select(self, seq: Sequence[Message], sums: Sequence[int]) -> tuple[Message, ...]:
+        """`select`, with ``sums[k]`` the price of ``seq[:k]``: O(log n) with the sums."""
+        n = len(seq)
         fixed = int(self.counter.count_rendered(Rendered("", ()), self.tools))
-        total = fixed + sum(prices)
-        # kept = seq[:a] + seq[n - b:]; AutoGen pops index (a + b) // 2, which is always
-        # seq[a - 1] or seq[n - b] (the pops grow one gap from the middle outwards)
-        a, b = n, 0
-        while total > self.token_limit and a + b > 0:
-            mid = (a + b) // 2
-            if b == 0 and a == n:  # the first pop opens the gap
-                a, b = mid, n - mid
-            if mid < a:
-                a -= 1
-                total -= prices[a]
+        limit, whole = self.token_limit, sums[n]
+
+        def kept(k: int) -> tuple[int, int]:
+            # After k >= 1 pops AutoGen keeps seq[:a] + seq[n - b:] with a + b = n - k and
+            # a = ceil((n - k) / 2): its pops at index len // 2 grow one gap from the middle
+            # outwards, alternating sides (a test replays its pop loop against this).
+            rest = n - k
+            return (rest + 1) // 2, rest // 2
+
+        def fits(k: int) -> bool:
+            if k == 0:
+                return fixed + whole <= limit
+            a, b = kept(k)
+            return fixed + sums[a] + whole - sums[n - b] <= limit
+
+        # the fewest pops that fit (each pop lowers the count: prices are >= 0), or all of them
+        lo, hi = 0, n
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if fits(mid):
+                hi = mid
             else:
-                total -= prices[n - b]
-                b -= 1
-        kept = (*seq[:a], *seq[n - b :])
-        if kept and _is_results(kept[0]):
-            kept = kept[1:]
-        return kept
+                lo = mid + 1
+        a, b = (n, 0) if lo == 0 else kept(lo)
+        out = (*seq[:a], *seq[n - b :])
+        if out and _is_results(out[0]):
+            out = out[1:]
+        return out
+
+    def _priced(self, seq: Sequence[Message], sums: Sequence[int]) -> tuple[Message, ...]:
+        """``self(seq)`` with the prices' running sums already known (`ModelContext` keeps them)."""
+        return pair_up(self._select(seq, sums), seq)
 
     def context(self, system: str = "") -> "ModelContext":
         """This policy through Harpe's lifecycle, declaring ``Limit(token_limit + the system
@@ -344,10 +367,24 @@ class ModelContext(PolicyLifecycle):
     def __init__(self, system: str, policy: Callable[[Sequence[Message]], Sequence[Message]], *,
                  limit: Limit | None = None) -> None:
         super().__init__(system, policy, limit=limit)
+        # TokenLimited prices the whole history at every request: the running sums of the
+        # stored messages' prices make that O(log history) instead of O(history)
+        self._sums: list[int] | None = [0] if isinstance(policy, TokenLimited) else None
+
+    def _added(self, message: Message) -> None:
+        if self._sums is not None:
+            self._sums.append(self._sums[-1] + int(self.policy.counter.count_message(message)))
+
+    def _restored(self) -> None:
+        if self._sums is not None:
+            price = self.policy.counter.count_message
+            self._sums = list(accumulate((int(price(m)) for m in self._transcript), initial=0))
 
     def compact(self) -> Compaction:
-        seq = tuple(self._transcript)
-        out = tuple(self.policy(seq))
+        # The policy reads the stored transcript itself, as laser's `PolicyContext` hands it:
+        # a copy at every request would cost O(history). A policy never modifies its input.
+        seq = self._transcript
+        out = tuple(self.policy(seq)) if self._sums is None else self.policy._priced(seq, self._sums)
         if seq and (not out or out[-1] is not seq[-1]):
             raise StrategyError(
                 f"policy {self.policy!r} dropped the newest message; a request must end with it"
