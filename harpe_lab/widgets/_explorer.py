@@ -401,9 +401,10 @@ class Explorer(_Guarded):
         if len(result):
             used = int(result.requests["input_tokens"].iat[i])
             cap, what = self._cap(result)
-            self.gauge.max = max(cap, used, 1)
-            self.gauge.value = used
-            self.gauge.bar_style = "danger" if used > cap else ("warning" if used > 0.9 * cap else "success")
+            with self.gauge.hold_sync():  # one message to the front end, not three
+                self.gauge.max = max(cap, used, 1)
+                self.gauge.value = used
+                self.gauge.bar_style = "danger" if used > cap else ("warning" if used > 0.9 * cap else "success")
             self.gauge_label.value = f"{used:,} / {cap:,} tokens ({what}) at request {i}"
             self.request_view.value = render_request_html(result, i)
         self.redraws += 1
