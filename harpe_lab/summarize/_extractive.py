@@ -28,6 +28,7 @@ _EXCERPT_TAIL = "\nReply with the updated summary."
 _SPEAKER_LINE = re.compile(r"^(User|Agent|\[tool result\]) ?:? ?(.*)$")
 _QUOTED = re.compile(r"`([^`]*)`")
 _MESSAGE_START = re.compile(r"\n(?=User: |Agent: |\[tool result\] )")
+_SPAN = 1 << 48  # more than any offset in a text and any number of artifacts
 
 
 def _parse_request(rendered: Rendered) -> tuple[str, list[tuple[str, str]]]:
@@ -210,20 +211,22 @@ class ExtractiveDistiller:
         prior, segments = _parse_request(rendered)
         prior_arts, prior_notes = _parse_own_summary(prior) if prior else ({c: [] for c in _LABELS}, [])
 
-        # artifacts, with the place of their last mention (segment, offset): recency decides
-        # which go when they do not all fit; the dict's order is the order of first mention
-        last_seen: dict[tuple[str, str], tuple[int, int]] = {}
+        # artifacts, with the place of their last mention (segment, offset) as one int that
+        # sorts the same, (segment + 1) * _SPAN + offset (the previous summary's are segment
+        # -1, their offset their position in it): recency decides which go when they do not
+        # all fit; the dict's order is the order of first mention
+        last_seen: dict[tuple[str, str], int] = {}
         by: dict[str, dict[str, None]] = {c: {} for c in _LABELS}  # the same, per category
         k = 0
         for category, values in prior_arts.items():
             if values:
-                last_seen.update(zip(zip(repeat(category), values), zip(repeat(-1), range(k, k + len(values)))))
-                by[category].update(dict.fromkeys(values))
+                last_seen.update(zip(zip(repeat(category), values), range(k, k + len(values))))
+                by[category] = dict.fromkeys(values)
                 k += len(values)
         for seg, text in enumerate([t for _, t in prior_notes] + [t for _, t in segments]):
             keys, offsets, per_category = _mentions(text)
             if keys:
-                last_seen.update(zip(keys, zip(repeat(seg), offsets)))
+                last_seen.update(zip(keys, map(((seg + 1) * _SPAN).__add__, offsets)))
                 for category, values in per_category:
                     by[category].update(zip(values, repeat(None)))
 
@@ -256,9 +259,7 @@ class ExtractiveDistiller:
             speakers.extend(repeat(speaker, len(clipped)))
         return texts, speakers, len(prior_notes)
 
-    def _artifact_block(
-        self, by: dict[str, dict[str, None]], last_seen: dict[tuple[str, str], tuple[int, int]]
-    ) -> tuple[str, int]:
+    def _artifact_block(self, by: dict[str, dict[str, None]], last_seen: dict[tuple[str, str], int]) -> tuple[str, int]:
         if _rendered_length(by) <= self.max_chars:
             return _render(by), 0
         # keep the most recently mentioned artifacts that fit, in their original order (the
@@ -269,19 +270,20 @@ class ExtractiveDistiller:
         keys = sorted(range(n), key=list(last_seen.values()).__getitem__, reverse=True)
         room = self.max_chars - 40 - 15 * len(_LABELS)
         lengths = list(map(len, map(itemgetter(1), order)))
-        costs = [c + 4 for c in map(lengths.__getitem__, keys)]
+        costs = list(map((4).__add__, map(lengths.__getitem__, keys)))
         # while the running total fits, every one is kept; after that, the greedy pass skips
-        # what does not fit, and stops once not even the cheapest one left would
+        # what does not fit, and stops once not even the cheapest of the rest would
         fit = bisect_right(list(accumulate(costs)), room)
         keep = keys[:fit]
         used = sum(costs[:fit])
-        cheapest = list(accumulate(reversed(costs), min))[::-1]
-        for i in range(fit, n):
-            if used + cheapest[i] > room:
-                break
-            if used + costs[i] <= room:
-                keep.append(keys[i])
-                used += costs[i]
+        if fit < n:
+            cheapest = min(costs[fit:])
+            for i in range(fit, n):
+                if used + cheapest > room:
+                    break
+                if used + costs[i] <= room:
+                    keep.append(keys[i])
+                    used += costs[i]
         kept: dict[str, list[str]] = {c: [] for c in _LABELS}
         # grouped by category (a stable sort keeps each one's values in their order)
         by_category = sorted(map(order.__getitem__, sorted(keep)), key=itemgetter(0))
