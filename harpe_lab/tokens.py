@@ -357,6 +357,7 @@ class TiktokenCounter(_Counter):
         self._enc: Any = None
         self._chunkable = False
         self._chunk = lru_cache(maxsize=_CACHE_SIZE)(self._chunk_len)
+        self._value = lru_cache(maxsize=_CACHE_SIZE)(self._value_len)  # a middle list value, by its text
 
     def _encoder(self) -> Any:
         enc = self._enc
@@ -380,12 +381,15 @@ class TiktokenCounter(_Counter):
             # backticks ("first`,", " `middle`,", ..., " `last")
             values = chunk.split("`, `")
             last = values.pop()
-            return self._chunk(values[0] + "`,") + sum(map(self._chunk, [f" `{v}`," for v in values[1:]])) + self._chunk(" `" + last)
+            return self._chunk(values[0] + "`,") + sum(map(self._value, values[1:])) + self._chunk(" `" + last)
         return len(self._enc.encode_ordinary(chunk))
+
+    def _value_len(self, value: str) -> int:
+        return len(self._enc.encode_ordinary(" `" + value + "`,"))
 
     def __getstate__(self) -> dict[str, Any]:
         state = super().__getstate__()
-        for key in ("_enc", "_chunkable", "_chunk"):
+        for key in ("_enc", "_chunkable", "_chunk", "_value"):
             state.pop(key, None)
         return state
 
