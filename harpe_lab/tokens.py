@@ -363,7 +363,7 @@ class TiktokenCounter(_Counter):
         enc = self._enc
         if enc is None:
             enc = _load_encoding(self.name)
-            self._chunkable = enc._pat_str in _CHUNKABLE_PATTERNS
+            self._chunkable = getattr(enc, "_pat_str", None) in _CHUNKABLE_PATTERNS  # tiktoken's, private
             self._enc = enc
         return enc
 
