@@ -80,7 +80,7 @@ class PolicyLifecycle:
             continues = len(messages) == len(self._sent) + len(self._since) and all(
                 map(is_, messages, chain(self._sent, self._since))
             )
-            if continues and not self._aborted:
+            if continues:
                 edits = ()
         else:
             continues = not edits

@@ -139,10 +139,11 @@ class EditContext(PolicyLifecycle):
         seq = self._edited()
         source = self._source()
         last = self._last
-        if last is not None and len(seq) >= last[1] and all(map(is_, source, last[0])):
-            _, start, editor, out, previous = last
+        grew = last is not None and len(seq) >= last[1] and all(map(is_, source, last[0]))
+        if grew:
+            _, start, editor, out, _ = last
         else:
-            editor, start, out, previous = self._make_editor(), 0, [], None  # type: ignore[misc]
+            editor, start, out = self._make_editor(), 0, []  # type: ignore[misc]
             if editor is None:  # the policy has no editor for this configuration
                 self._make_editor = None
                 return self._render_whole(), None
@@ -158,7 +159,7 @@ class EditContext(PolicyLifecycle):
             out[k] = new
         rendered = tuple(out)
         self._last = (source, len(seq), editor, out, rendered)
-        return rendered, (None if previous is None else tuple(sorted(edits)))
+        return rendered, (tuple(sorted(edits)) if grew else None)
 
     def _standin(self, editor: Any, original: Message, decision: object) -> Message:
         known = self._decided.get(id(original))
