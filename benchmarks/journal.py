@@ -11,6 +11,13 @@ reader's own), it times
   C decoder the reader could be built on),
 * ``json``    — the same with the standard library's ``json.loads``,
 * ``records`` — ``for r in Journal.stream(path): ...`` (every turn, in constant memory),
+* ``envelope`` — the reader's own line parser alone (``parse_lines``: JSON, the envelope's
+  checks and its time), so the table shows how ``records`` splits between reading lines and
+  assembling turns,
+* ``typed``   — ``msgspec`` decoding each line into a typed envelope (a ``Struct`` of
+  ``time: str``, ``event: str``, ``fields: dict``, ``context: list[str]``), the envelope's
+  type checks done in C: the alternative to orjson plus the Python checks of ``envelope``
+  (when msgspec is installed),
 
 and prints medians of wall and CPU time (``time.process_time``, less sensitive to other
 processes on the machine), the ratios to the orjson and json baselines (goal: records ≤ 1.4×
@@ -156,9 +163,19 @@ path, mode = sys.argv[1], sys.argv[2]
 import orjson, json
 if mode == "records":
     from harpe_lab.journal import Journal
-if mode == "msgspec":
+if mode == "envelope":
+    from harpe_lab.journal._envelope import parse_lines
+    from harpe_lab.journal._problems import Lines
+if mode in ("msgspec", "typed"):
     import msgspec
-    decode = msgspec.json.Decoder().decode
+
+    class Envelope(msgspec.Struct):
+        time: str
+        event: str
+        fields: dict
+        context: list[str]
+
+    decode = msgspec.json.Decoder(Envelope if mode == "typed" else None).decode
 t0 = time.perf_counter()  # imports excluded: they are paid once, not per megabyte
 c0 = time.process_time()
 n = 0
@@ -168,7 +185,7 @@ if mode == "orjson":
         for line in f:
             orjson.loads(line)
             n += 1
-elif mode == "msgspec":
+elif mode in ("msgspec", "typed"):
     with open(path, "rb", buffering=1 << 20) as f:
         for line in f:
             decode(line)
@@ -178,6 +195,9 @@ elif mode == "json":
         for line in f:
             json.loads(line)
             n += 1
+elif mode == "envelope":
+    for _ in parse_lines(path, Lines(path, "strict"), set()):
+        n += 1
 else:
     for record in Journal.stream(path):
         n += 1
@@ -235,8 +255,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size-mb", type=int, default=1000, help="journal size in MB (default 1000)")
     parser.add_argument("--reps", type=int, default=5, help="repetitions per reader (median reported; default 5)")
     parser.add_argument("--modes", default=None,
-                        help="readers to time (comma-separated; default orjson,records,msgspec,json, "
-                             "msgspec only when installed)")
+                        help="readers to time (comma-separated; default orjson,records,envelope,msgspec,typed,"
+                             "json, msgspec and typed only when msgspec is installed)")
     parser.add_argument("--keep", default=None, help="write (or reuse) the journal at this path")
     args = parser.parse_args(argv)
     if args.keep:
@@ -255,9 +275,9 @@ def main(argv: list[str] | None = None) -> int:
             lines = sum(1 for _ in f)
         size = path.stat().st_size
         print(f"{size / 1e6:.0f} MB, {lines} lines (mean {size / lines:.0f} bytes), {args.reps} reps each")
-        modes = args.modes.split(",") if args.modes else ["orjson", "records", "msgspec", "json"]
+        modes = args.modes.split(",") if args.modes else ["orjson", "records", "envelope", "msgspec", "typed", "json"]
         if not args.modes and importlib.util.find_spec("msgspec") is None:
-            modes.remove("msgspec")
+            modes = [m for m in modes if m not in ("msgspec", "typed")]
         if "records" in modes:
             print(f"verified: Journal.stream reads the {verify(path)} records the general path reads")
         results: dict[str, list[tuple[float, int, float, float]]] = {m: [] for m in modes}

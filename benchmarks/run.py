@@ -40,6 +40,7 @@ does); its figures mean nothing.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import re
 import subprocess
 import sys
@@ -115,7 +116,9 @@ def journal_rows(size_mb: int, reps: int) -> list[Row]:
     measured inside it, imports excluded), interleaved rep by rep."""
     from benchmarks import journal
 
-    modes = ("orjson", "records", "json")
+    modes = ["orjson", "records", "envelope", "json"]
+    if importlib.util.find_spec("msgspec") is not None:
+        modes.append("typed")
     seconds: dict[str, list[float]] = {m: [] for m in modes}
     items: dict[str, set[int]] = {m: set() for m in modes}
     with tempfile.TemporaryDirectory(prefix="harpe-bench-") as tmp:
@@ -123,6 +126,8 @@ def journal_rows(size_mb: int, reps: int) -> list[Row]:
         started = time.perf_counter()
         turns = journal.generate(path, size_mb)
         size = path.stat().st_size
+        with open(path, "rb") as f:
+            lines = sum(1 for _ in f)
         log(f"journal: generated {size / 1e6:.0f} MB ({turns} turns) in {time.perf_counter() - started:.1f} s")
         log(f"journal: Journal.stream reads the {journal.verify(path)} records the general path reads")
         for rep in range(reps):
@@ -135,13 +140,25 @@ def journal_rows(size_mb: int, reps: int) -> list[Row]:
         if len(seen) != 1:
             raise AssertionError(f"journal: {mode} read a different number of items across runs: {sorted(seen)}")
     med = {m: median(v) for m, v in seconds.items()}
-    detail = f"{med['records']:.2f} s / {{:.2f}} s; {size / 1e6:.0f} MB, {turns} turns, wall time in a subprocess"
-    return [
+    where = f"{size / 1e6:.0f} MB, {lines:,} lines, {turns} turns, wall time in a subprocess"
+    detail = f"{med['records']:.2f} s / {{:.2f}} s; {where}"
+    rows = [
         Row("3 journal", "Journal.stream / bare orjson line parsing", med["records"] / med["orjson"],
             goal=JOURNAL_GOAL, reps=reps, detail=detail.format(med["orjson"])),
         Row("3 journal", "Journal.stream / standard json line parsing", med["records"] / med["json"],
             reps=reps, detail=detail.format(med["json"])),
-    ]  # fmt: skip
+        # where the reader's time goes: reading lines (JSON, envelope, time) against assembling turns
+        Row("3 journal", "the reader's line parser alone (parse_lines) / bare orjson", med["envelope"] / med["orjson"],
+            reps=reps, detail=(f"{med['envelope']:.2f} s / {med['orjson']:.2f} s: the envelope's checks and time; "
+                               f"assembling turns adds the other {med['records'] - med['envelope']:.2f} s; {where}")),
+    ]
+    if "typed" in med:
+        rows.append(Row(
+            "3 journal", "msgspec typed envelope (checks in C) / bare orjson", med["typed"] / med["orjson"],
+            reps=reps, detail=(f"{med['typed']:.2f} s / {med['orjson']:.2f} s: decoding alone, before the time and "
+                               f"the line's own Python; parse_lines does all of it in {med['envelope']:.2f} s; {where}"),
+        ))  # fmt: skip
+    return rows
 
 
 def parse_dashboard(text: str) -> dict[str, float]:

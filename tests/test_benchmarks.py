@@ -41,6 +41,7 @@ def _rows(table: str, section: str) -> list[list[str]]:
 
 HAS_LANGCHAIN = importlib.util.find_spec("langchain_core") is not None
 HAS_DASK = importlib.util.find_spec("distributed") is not None
+HAS_MSGSPEC = importlib.util.find_spec("msgspec") is not None
 needs_langchain = pytest.mark.skipif(not HAS_LANGCHAIN, reason="needs the bench extra (langchain-core)")
 
 
@@ -62,13 +63,25 @@ class TestTinyRun:
     @pytest.mark.parametrize(
         "section, rows",
         [("1 floor", len(PRESETS) + sum("distill" in p.needs for p in PRESETS.values())),
-         ("1 scaling", len(PRESETS)), ("3 journal", 2), ("4 scale-out", 4 if HAS_DASK else 3),
+         ("1 scaling", len(PRESETS)), ("3 journal", 3 + HAS_MSGSPEC), ("4 scale-out", 4 if HAS_DASK else 3),
          ("7 peers", sum(p.available() for p in PAIRS) + (not all(p.available() for p in PAIRS))),
          pytest.param("2 LangChain", 4, marks=needs_langchain)],
     )  # fmt: skip
     def test_each_section_reports_its_rows(self, run, section, rows):
         _, results = run
         assert len(_rows(results, section)) == rows
+
+    def test_every_missed_replay_goal_has_its_remains_row_and_no_other(self, run):
+        _, results = run
+        missed = {row[1] for section in ("1 floor", "1 scaling") for row in _rows(results, section)
+                  if row[4] == "MISS"}
+        remains = _rows(results, "1 remains")
+        for row in remains:
+            preset = row[1].split(": engine and strategy")[0]
+            assert any(m.startswith(preset) for m in missed), row[1]
+            assert row[2].endswith(" ms") and "warm 2N / N" in row[5] and "own time:" in row[5]
+        for m in missed:
+            assert any(m.startswith(r[1].split(": engine and strategy")[0]) for r in remains), m
 
     def test_the_dashboard_reports_milliseconds_with_a_verdict(self, run):
         _, results = run
@@ -122,7 +135,7 @@ class TestTinyRun:
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
         assert len(before) == int(runs) == (2 if before[0] > cores else 1)
         assert before[int(kept) - 1] == min(before)
-        assert len(_rows(results, "3 journal")) == 2  # the rows of one run, not of both
+        assert len(_rows(results, "3 journal")) == 3 + HAS_MSGSPEC  # the rows of one run, not of both
 
     def test_the_results_name_the_machine(self, run):
         _, results = run
