@@ -76,6 +76,15 @@ def explorer_for(conversation):
     return e
 
 
+def replay_alone(e, high_water: int):
+    """The replay a new high-water value costs the Explorer, outside it: the same preset,
+    counter and distiller, no cache, nothing drawn."""
+    from harpe_lab.replay import replay
+
+    return replay(e._conversation(), e.factory({**e.parameters(), "high_water": high_water}), counter=e.counter,
+                  name=e.strategy.value)
+
+
 def timed(set_value, values) -> list[float]:
     out = []
     for v in values:
@@ -121,6 +130,9 @@ def python_side(args: argparse.Namespace) -> int:
         profiler.disable()
         pstats.Stats(profiler).sort_stats(os.environ.get("PROFILE_SORT", "tottime")).print_stats(int(os.environ.get("PROFILE_ROWS", "12")))
     print(f"(process CPU time of the new-value moves: {1000 * (time.process_time() - cpu) / len(values):.1f} ms a move)")
+    replay_ms = statistics.median(1000 * s for s in timed(lambda v: replay_alone(e, v), values))
+    print(f"new value, replay alone: {replay_ms:.1f} ms median (the same replays without the Explorer; "
+          "drawing is the rest)")
     warm = report("high water, seen value", timed(set_high, values))
     steps = [(k * 37) % len(e.replay) for k in range(args.moves)]
     report("request step", timed(lambda v: setattr(e.step, "value", v), steps))
