@@ -69,9 +69,9 @@ class Invariants:
             if m is results and (k == 0 or not _answers(msgs[k - 1], call)):
                 raise StrategyError(f"{self.strategy} sent tool results without the call they answer at request {i}")
 
-    def budget_kept(self, system: str, messages: Sequence[Message], messages_tokens: int, i: int) -> None:
+    def budget_kept(self, system: str, session: Any, messages_tokens: int, i: int) -> None:
         """Raise when a strategy that promises a budget sent more (``messages_tokens`` is the
-        engine's price of ``messages`` with the replay's counter)."""
+        engine's price of ``session.messages`` with the replay's counter)."""
         limit = self.limit
         if limit is None:
             return
@@ -82,6 +82,6 @@ class Invariants:
                 fixed = self._fixed[system] = c.count_system(system) + c.count_tools(limit.tools) + REPLY_PRIMING
             used = fixed + messages_tokens
         else:
-            used = (limit.counter or self.counter).count_rendered(Rendered(system, tuple(messages)), limit.tools)
+            used = (limit.counter or self.counter).count_rendered(Rendered(system, session.messages), limit.tools)
         if used > limit.tokens:
             raise StrategyError(f"{self.strategy} promised at most {limit.tokens} tokens but sent {used} at request {i}")

@@ -2,6 +2,10 @@
 rendering a strategy produced plus every message appended since — with running sums, so a
 request costs O(messages added), not O(messages sent).
 
+The session holds that rendering as the strategy's own tuple and what was appended since as
+a list of its own (`base` and `tail`); neither is ever changed in place, only replaced, so a
+recorded request is ``(base, tail, len(tail))`` and no request copies the history.
+
 Messages are told apart by the conversation's message ids: the engine hands the session a
 map from each original message object to its turn (the engine first makes every position of
 the conversation a distinct object, so a message object reused in two places is two
@@ -25,10 +29,13 @@ class ProviderSession:
     """The provider session of one replay. ``owner`` maps ``id()`` of each original message
     to its turn; ``count`` prices a message."""
 
-    __slots__ = ("messages", "system", "_tok", "_syn", "_org", "_owner", "_count", "turn_tokens", "shared")
+    __slots__ = ("base", "tail", "system", "_tok", "_syn", "_org", "_owner", "_count", "turn_tokens", "shared")
 
     def __init__(self, owner: Mapping[int, int], count: Any) -> None:
-        self.messages: list[Message] = []
+        self.base: tuple[Message, ...] = ()
+        """The last rendering adopted (a strategy's tuple, never copied)."""
+        self.tail: list[Message] = []
+        """The messages appended since; a new list at every adoption."""
         self.system = ""
         # _tok[k] / _syn[k] / _org[k]: tokens, made-up tokens and original messages in messages[: k + 1]
         self._tok: list[int] = []
@@ -40,6 +47,19 @@ class ProviderSession:
         """Tokens of the trailing run of the current turn's messages."""
         self.shared = 0
         """Leading messages identical to the previous request's."""
+
+    @property
+    def length(self) -> int:
+        return len(self.base) + len(self.tail)
+
+    @property
+    def messages(self) -> tuple[Message, ...]:
+        """The whole session as one tuple (O(messages): for checks and folds, not per request)."""
+        return self.base + tuple(self.tail) if self.tail else self.base
+
+    def _at(self, k: int) -> Message:
+        base = self.base
+        return base[k] if k < len(base) else self.tail[k - len(base)]
 
     @property
     def tokens(self) -> int:
@@ -62,7 +82,7 @@ class ProviderSession:
         self._tok.append(self.tokens + n)
         self._syn.append(self.made_up_tokens + (n if owner is None else 0))
         self._org.append(self.originals + (owner is not None))
-        self.messages.append(m)
+        self.tail.append(m)
         self.turn_tokens = self.turn_tokens + n if owner == turn else 0
 
     def _push(self, m: Message) -> None:
@@ -71,11 +91,15 @@ class ProviderSession:
         self._tok.append(self.tokens + n)
         self._syn.append(self.made_up_tokens + (0 if original else n))
         self._org.append(self.originals + original)
-        self.messages.append(m)
 
     def sent(self) -> None:
         """A request went out: the next one shares all of it so far."""
-        self.shared = len(self.messages)
+        self.shared = self.length
+
+    def _take(self, new: tuple[Message, ...]) -> None:
+        """``new`` is the session now (its sums already are)."""
+        self.base = new
+        self.tail = []  # recorded requests still refer to the old tail
 
     def adopt(self, system: str, new: tuple[Message, ...], turn: int, i: int, checks: Invariants,
               edits: tuple[int, ...] | None = None) -> None:
@@ -98,14 +122,14 @@ class ProviderSession:
     def _edit(self, new: tuple[Message, ...], i: int, checks: Invariants, edits: tuple[int, ...]) -> bool:
         """Apply a strategy's promised edits in O(edits + appended + messages after the
         first edit); False (nothing changed) when the promise is visibly broken at its ends."""
-        old = self.messages
-        n = len(old)
-        if len(new) < n or (n and (n - 1) not in edits and new[n - 1] is not old[n - 1]):
+        at = self._at
+        n = self.length
+        if len(new) < n or (n and (n - 1) not in edits and new[n - 1] is not at(n - 1)):
             return False
         places = sorted({p for p in edits if p < n})
         if places and places[0] < 0:
             return False
-        places = [p for p in places if new[p] is not old[p]]
+        places = [p for p in places if new[p] is not at(p)]
         if places:
             count, owner_of = self._count, self._owner.get
             tok, syn, org = self._tok, self._syn, self._org
@@ -128,19 +152,22 @@ class ProviderSession:
                     syn[p:stop] = map(add, syn[p:stop], repeat(ds))
                 if do:
                     org[p:stop] = map(add, org[p:stop], repeat(do))
-            self.messages = old[: places[0]]  # recorded requests still refer to old: a new list
-            self.messages += new[places[0] : n]
             self.shared = min(self.shared, places[0])
             for p in places:
                 checks.pairs_kept(new, i, max(0, p - 1), p + 2)
         checks.pairs_kept(new, i, max(0, n - 1))
         for m in new[n:]:
             self._push(m)
+        if places:
+            self._take(new)
+        else:  # new is the session followed by new[n:]: the session goes on
+            self.tail.extend(new[n:])
         return True
 
     def _rebuild(self, new: tuple[Message, ...], i: int, checks: Invariants) -> None:
         """Find what ``new`` shares with the session by comparing them, and rebuild the rest."""
         old = self.messages
+        self._take(new)
         # the common prefix: the first place where they differ, found in C
         k = next(compress(count_from(), map(is_not, new, old)), min(len(old), len(new)))
         self.shared = min(self.shared, k)
@@ -167,20 +194,16 @@ class ProviderSession:
             base_t, base_s, base_o = (tok[j - 1], syn[j - 1], org[j - 1]) if j else (0, 0, 0)
             block_t, block_s, block_o = tok[j:], syn[j:], org[j:]
             del tok[k:], syn[k:], org[k:]
-            self.messages = old[:k]  # recorded requests still refer to old: a new list
             for m in new[k:c]:
                 self._push(m)
             at_t, at_s, at_o = self.tokens - base_t, self.made_up_tokens - base_s, self.originals - base_o
             tok.extend(map(add, block_t, repeat(at_t)))
             syn.extend(map(add, block_s, repeat(at_s)))
             org.extend(map(add, block_o, repeat(at_o)))
-            self.messages.extend(old[j:])
             k = kept
         else:
             checks.pairs_kept(new, i, max(0, k - 1))
             del self._tok[k:], self._syn[k:], self._org[k:]
-            if k < len(old):
-                self.messages = old[:k]  # recorded requests still refer to old: a new list
         count, owner_of = self._count, self._owner.get
         tok, syn, org = self.tokens, self.made_up_tokens, self.originals
         for m in new[k:]:
@@ -193,4 +216,3 @@ class ProviderSession:
             self._tok.append(tok)
             self._syn.append(syn)
             self._org.append(org)
-        self.messages.extend(new[k:])

@@ -109,22 +109,23 @@ class ReplayEvent:
 
 
 class _Sent(Sequence[Rendered]):
-    """What each request sent, recorded in O(1): ``(session, length, system)``.
+    """What each request sent, recorded in O(1): ``(base, tail, length, system)``, the
+    request being ``base + tail[:length]``.
 
-    Between two compactions the provider session only grows, so consecutive requests are
-    prefixes of one append-only list; the engine starts a new list instead of cutting one
-    that a recorded request still refers to. A request's `Rendered` is built the first time
-    it is asked for (and kept, so it is the same object every time).
+    ``base`` is the rendering the provider session last adopted (a tuple) and ``tail`` what
+    was appended since, a list that only grows until the next adoption starts a new one; so
+    consecutive requests share both. A request's `Rendered` is built the first time it is
+    asked for (and kept, so it is the same object every time).
     """
 
     __slots__ = ("_at", "_made")
 
     def __init__(self) -> None:
-        self._at: list[tuple[list[Message], int, str]] = []
+        self._at: list[tuple[tuple[Message, ...], list[Message], int, str]] = []
         self._made: dict[int, Rendered] = {}
 
-    def add(self, session: list[Message], length: int, system: str) -> None:
-        self._at.append((session, length, system))
+    def add(self, base: tuple[Message, ...], tail: list[Message], length: int, system: str) -> None:
+        self._at.append((base, tail, length, system))
 
     def __len__(self) -> int:
         return len(self._at)
@@ -135,8 +136,8 @@ class _Sent(Sequence[Rendered]):
         i = range(len(self._at))[i]  # negative indices, and IndexError, as a list has them
         made = self._made.get(i)
         if made is None:
-            session, length, system = self._at[i]
-            made = self._made[i] = Rendered(system, tuple(session[:length]))
+            base, tail, length, system = self._at[i]
+            made = self._made[i] = Rendered(system, base + tuple(tail[:length]) if length else base)
         return made
 
 
@@ -463,7 +464,7 @@ def replay(
 
     def mark_summarized(t: int, i: int) -> None:
         nonlocal unsummarized, marked_upto
-        now = set(map(id, session.messages))
+        now = set(map(id, session.base)) | set(map(id, session.tail))
         for msgs in rec.turns[marked_upto : t + 1]:
             unsummarized.extend((id(m), rec.ids[id(m)]) for m in msgs)
         marked_upto = max(marked_upto, t + 1)
@@ -498,9 +499,9 @@ def replay(
             summary_sys = 0
             if base_system is not None and system != base_system:
                 summary_sys = max(0, fixed - fixed_tokens(base_system))
-            total, synth = session.tokens, session.made_up_tokens
+            total, synth, length = session.tokens, session.made_up_tokens, session.length
             input_tokens = fixed + total
-            checks.budget_kept(system, session.messages, total, i)
+            checks.budget_kept(system, session, total, i)
             compacted = prev is not None and (prev[0] != system or session.shared < prev[1])
             cached = 0
             if prev is not None and prev[0] == system:  # the system prompt and tools are shared too
@@ -535,16 +536,16 @@ def replay(
                 conversation.id, strategy, t, step, i, turn.outcome,
                 input_tokens, fixed - summary_sys, summary_sys + synth, total - synth - session.turn_tokens,
                 session.turn_tokens, out_tokens, recorded.input_tokens if recorded is not None else math.nan,
-                len(session.messages), available - session.originals, compacted, folded,
+                length, available - session.originals, compacted, folded,
                 max(0, input_tokens - limit_tokens) if limit_tokens is not None else 0,
                 d_calls, d_in, d_out, cached, read, write, cost, cost_cached, d_cost,
             )  # fmt: skip
             table.append(row)
-            requests.add(session.messages, len(session.messages), system)
+            requests.add(session.base, session.tail, len(session.tail), system)
             summaries.append(ctx.summary if holds_summary else "")
             request += 1
             listener.request = request
-            prev = (system, len(session.messages))
+            prev = (system, length)
             session.sent()
             if reply is None and not after:
                 break  # a turn that failed or was interrupted before any reply
