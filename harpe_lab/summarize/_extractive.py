@@ -5,10 +5,10 @@ from __future__ import annotations
 import functools
 import math
 import re
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections import Counter
 from dataclasses import dataclass
-from itertools import accumulate, chain, groupby, repeat
+from itertools import accumulate, chain, count, groupby, repeat
 from operator import itemgetter
 from typing import Collection
 
@@ -97,6 +97,59 @@ def _parse_own_summary(summary: str) -> tuple[dict[str, list[str]], list[tuple[s
         elif line.strip() and not line.startswith("(") and not (sep and head in _LABEL_OF):
             notes.append(("Agent", line.strip()))
     return arts, notes
+
+
+class _Prior:
+    """What a previous summary brings to the next fold, never changed: its notes and its
+    artifacts per category (in `_LABELS` order; a position counts through them all), with
+    each one's position, its cost in the block (length + 4), the running costs before
+    each position, each category's (start, end) positions and the sum of the costs."""
+
+    __slots__ = ("notes", "kept", "position", "costs", "before", "bounds", "length")
+
+    def __init__(self, kept: dict[str, list[str]], notes: list[tuple[str, str]]) -> None:
+        self.notes = notes
+        self.kept = kept
+        self.position: dict[str, dict[str, int]] = {}
+        self.bounds: dict[str, tuple[int, int]] = {}
+        start = 0
+        for c, vs in kept.items():
+            self.position[c] = dict(zip(vs, count(start)))
+            self.bounds[c] = (start, start + len(vs))
+            start += len(vs)
+        self.costs = list(map((4).__add__, map(len, chain.from_iterable(kept.values()))))
+        self.before = [0, *accumulate(self.costs)]
+        self.length = self.before[-1]
+
+    def once(self) -> bool:
+        """Whether no category lists a value twice (ranking by position needs that)."""
+        return all(len(self.position[c]) == e - s for c, (s, e) in self.bounds.items())
+
+
+_NO_PRIOR = _Prior({c: [] for c in _LABELS}, [])
+_WRITTEN: dict[str, tuple[dict[str, list[str]], list[tuple[str, str]]]] = {}
+"""The artifacts and notes of the last summaries this distiller wrote, by their text: the
+previous summary comes back in the next request, and reading it back would find the same."""
+_WRITTEN_SIZE = 64
+
+
+def _remember(summary: str, kept: dict[str, list[str]], notes: list[tuple[str, str]], lines: int, block: str) -> None:
+    """Remember what `_parse_own_summary` would read back from ``summary``, when it would:
+    no value or note broke a line (the summary has the ``lines`` written) and no value held
+    the backtick's stand-in "\u02cb" (reading turns every one into a backtick)."""
+    if "\u02cb" in block or len(summary.splitlines()) != lines:
+        return
+    _WRITTEN[summary] = (kept, notes)
+    if len(_WRITTEN) > _WRITTEN_SIZE:
+        del _WRITTEN[next(iter(_WRITTEN))]
+
+
+def _prior_state(summary: str) -> _Prior | None:
+    """The previous summary's `_Prior`, from what this distiller remembers writing or else
+    read back (None when it lists a value twice, which the fold by position cannot rank)."""
+    written = _WRITTEN.get(summary)
+    state = _Prior(*written) if written is not None else _Prior(*_parse_own_summary(summary))
+    return state if state.once() else None
 
 
 def _render(by: dict[str, Collection[str]]) -> str:
@@ -209,12 +262,161 @@ class ExtractiveDistiller:
         if not isinstance(rendered, Rendered):
             raise TypeError(f"a distiller takes a Rendered request, got {type(rendered).__name__}")
         prior, segments = _parse_request(rendered)
-        prior_arts, prior_notes = _parse_own_summary(prior) if prior else ({c: [] for c in _LABELS}, [])
+        state = _prior_state(prior) if prior else _NO_PRIOR
+        if state is None:  # a previous summary that lists a value twice: not one this wrote
+            return self._fold_any(prior, segments)
+        prior_notes = state.notes
 
-        # artifacts, with the place of their last mention (segment, offset) as one int that
-        # sorts the same, (segment + 1) * _SPAN + offset (the previous summary's are segment
-        # -1, their offset their position in it): recency decides which go when they do not
-        # all fit; the dict's order is the order of first mention
+        # the artifacts mentioned in the previous notes and the excerpt, with the place of
+        # their last mention (segment, offset) as one int that sorts the same,
+        # (segment + 1) * _SPAN + offset; the previous summary's others rank by their
+        # position in it, below every mention: recency decides which go when they do not
+        # all fit. The dict's order is the order of first mention.
+        mentioned: dict[tuple[str, str], int] = {}
+        for seg, text in enumerate(chain(map(itemgetter(1), prior_notes), map(itemgetter(1), segments))):
+            keys, offsets, _ = _mentions(text)
+            if keys:
+                mentioned.update(zip(keys, map(((seg + 1) * _SPAN).__add__, offsets)))
+
+        kept, omitted = self._keep(state, mentioned)
+        artifact_block = _render(kept)
+        return self._finish(artifact_block, omitted, prior_notes, segments, kept)
+
+    def _finish(
+        self,
+        artifact_block: str,
+        omitted: int,
+        prior_notes: list[tuple[str, str]],
+        segments: list[tuple[str, str]],
+        kept: dict[str, list[str]] | None = None,
+    ) -> str:
+        """The summary: the artifact block, what it left out, and the notes that fit. With
+        ``kept`` (the block's values), remembers them for when it comes back as the
+        previous summary."""
+        budget = self.max_chars - len(artifact_block) - len(_NOTES) - 2
+        if omitted:
+            budget = 0
+        notes = self._select(*self._candidates(prior_notes, segments), budget) if budget > 0 else []
+        parts = [artifact_block] if artifact_block else []
+        if omitted:
+            parts.append(f"({omitted} older artifacts omitted)")
+        if notes:
+            parts.append(_NOTES)
+            parts.extend(f"- {speaker}: {text}" for speaker, text in notes)
+        summary = "\n".join(parts)
+        if kept is not None and summary:
+            lines = len(parts) - bool(artifact_block) + sum(1 for vs in kept.values() if vs)
+            _remember(summary, kept, notes, lines, artifact_block)
+        return summary
+
+    def _keep(self, state: _Prior, mentioned: dict[tuple[str, str], int]) -> tuple[dict[str, list[str]], int]:
+        """The artifacts the block lists, per category in their order, and how many older
+        ones it leaves out: all of them when they fit ``max_chars``; else the most recently
+        mentioned that fit (newest first; ties to the first mentioned), then greedily the
+        ones that still fit, until not even the cheapest of the rest would.
+
+        The previous summary's artifacts not mentioned again keep their order, newest
+        last, so only the mentioned ones are sorted; the run of the rest that fits is found
+        by bisection over the previous summary's running costs."""
+        position, prior = state.position, state.kept
+        k = len(state.costs)
+        again: list[tuple[str, str]] = []  # mentioned again, in the order of first mention
+        new: list[tuple[str, str]] = []
+        new_by: dict[str, list[str]] = {c: [] for c in _LABELS}
+        for key in mentioned:
+            if key[1] in position[key[0]]:
+                again.append(key)
+            else:
+                new.append(key)
+                new_by[key[0]].append(key[1])
+        length = state.length + sum(map(len, map(itemgetter(1), new))) + 4 * len(new)
+        lines = [c for c in _LABELS if new_by[c] or prior[c]]
+        length += sum(len(_LABELS[c]) for c in lines) + len(lines) - 1 if lines else 0
+        if length <= self.max_chars:
+            return {c: prior[c] + new_by[c] for c in _LABELS}, 0
+
+        room = self.max_chars - 40 - 15 * len(_LABELS)
+        at = {key: position[key[0]][key[1]] for key in again}
+        again.sort(key=at.__getitem__)  # the order of first mention: the previous summary's first
+        # newest mention first; the sort is stable (reverse=True included), so ties go to
+        # the first in the order of first mention
+        ranked = sorted(again + new, key=mentioned.__getitem__, reverse=True)
+        ranked_costs = list(map((4).__add__, map(len, map(itemgetter(1), ranked))))
+        fit = bisect_right(list(accumulate(ranked_costs)), room)
+        keep = ranked[:fit]
+        used = sum(ranked_costs[:fit])
+        again_at = list(map(at.__getitem__, again))  # ascending
+        again_set = set(again_at)
+        costs, before = state.costs, state.before
+        cut = k  # the previous summary's artifacts not mentioned again from cut on are kept
+        if fit == len(ranked):
+            left = room - used
+            hi = k
+            for x in chain(reversed(again_at), (-1,)):
+                span = before[hi] - before[x + 1]
+                if span <= left:
+                    left -= span
+                    hi = x
+                    continue
+                cut = bisect_left(before, before[hi] - left, x + 1, hi)
+                left -= before[hi] - before[cut]
+                break
+            else:
+                cut = 0
+            used = room - left
+        # the greedy pass over the rest: the mentioned that did not fit, then the others
+        # before cut, newest first
+        rest_costs = ranked_costs[fit:]
+        lows = []
+        lo = 0
+        for x in again_at:
+            if x >= cut:
+                break
+            if x > lo:
+                lows.append(min(costs[lo:x]))
+            lo = x + 1
+        if cut > lo:
+            lows.append(min(costs[lo:cut]))
+        extra: list[int] = []
+        if rest_costs or lows:
+            cheapest = min(min(rest_costs, default=_SPAN), min(lows, default=_SPAN))
+            stopped = False
+            for key, cost in zip(ranked[fit:], rest_costs):
+                if used + cheapest > room:
+                    stopped = True
+                    break
+                if used + cost <= room:
+                    keep.append(key)
+                    used += cost
+            if not stopped:
+                for p in range(cut - 1, -1, -1):
+                    if p in again_set:
+                        continue
+                    if used + cheapest > room:
+                        break
+                    if used + costs[p] <= room:
+                        extra.append(p)
+                        used += costs[p]
+        # back to the order of first mention, per category: the previous summary's kept
+        # (those before cut that were kept, then all from cut on: when any artifact
+        # mentioned again is left out, cut is past the end), then the new ones kept
+        kept_again = {at[key] for key in keep if key in at}
+        below = sorted(chain(extra, (p for p in kept_again if p < cut)))
+        kept_new = set(keep).difference(at) if len(keep) > len(kept_again) else ()
+        kept: dict[str, list[str]] = {}
+        for c, (s, e) in state.bounds.items():
+            vs = prior[c]
+            out = [vs[p - s] for p in below if s <= p < e]
+            out += vs[max(s, cut) - s : e - s]
+            if new_by[c] and kept_new:
+                out += [v for v in new_by[c] if (c, v) in kept_new]
+            kept[c] = out
+        return kept, k + len(new) - sum(map(len, kept.values()))
+
+    def _fold_any(self, prior: str, segments: list[tuple[str, str]]) -> str:
+        """The fold for a previous summary whose artifacts repeat (one this distiller did
+        not write): every artifact's last mention in one dict, sorted whole."""
+        prior_arts, prior_notes = _parse_own_summary(prior)
         last_seen: dict[tuple[str, str], int] = {}
         by: dict[str, dict[str, None]] = {c: {} for c in _LABELS}  # the same, per category
         k = 0
@@ -229,19 +431,8 @@ class ExtractiveDistiller:
                 last_seen.update(zip(keys, map(((seg + 1) * _SPAN).__add__, offsets)))
                 for category, values in per_category:
                     by[category].update(zip(values, repeat(None)))
-
         artifact_block, omitted = self._artifact_block(by, last_seen)
-        budget = self.max_chars - len(artifact_block) - len(_NOTES) - 2
-        if omitted:
-            budget = 0
-        notes = self._select(*self._candidates(prior_notes, segments), budget) if budget > 0 else []
-        parts = [artifact_block] if artifact_block else []
-        if omitted:
-            parts.append(f"({omitted} older artifacts omitted)")
-        if notes:
-            parts.append(_NOTES)
-            parts.extend(f"- {speaker}: {text}" for speaker, text in notes)
-        return "\n".join(parts)
+        return self._finish(artifact_block, omitted, prior_notes, segments)
 
     def _candidates(
         self, prior_notes: list[tuple[str, str]], segments: list[tuple[str, str]]
@@ -297,7 +488,10 @@ class ExtractiveDistiller:
         if budget <= 0 or not texts:
             return []
         features = list(map(_features, texts))
-        tf_of = Counter(chain.from_iterable(f[0] for f in features)).__getitem__
+        tf = Counter(chain.from_iterable(f[0] for f in features))
+        # a word's weight, log1p of its count, taken once per distinct word
+        weight = dict(zip(tf, map(math.log1p, tf.values()))).__getitem__
+        fsum, sqrt = math.fsum, math.sqrt
         seen_text: set[str] = set()
         ranked: list[tuple[float, int]] = []  # (-score, position)
         # words is a set: fsum makes the score independent of its iteration order, which
@@ -306,7 +500,7 @@ class ExtractiveDistiller:
             if key in seen_text:
                 continue  # a repeat
             seen_text.add(key)
-            score = math.fsum(map(math.log1p, map(tf_of, words))) / math.sqrt(1 + len(words))
+            score = fsum(map(weight, words)) / sqrt(1 + len(words))
             score += artifacts
             if decision:
                 score += 10.0  # decisions and constraints go first: they are what a summary is for
