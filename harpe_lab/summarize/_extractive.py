@@ -102,44 +102,54 @@ def _parse_own_summary(summary: str) -> tuple[dict[str, list[str]], list[tuple[s
 class _Prior:
     """What a previous summary brings to the next fold, never changed: its notes and its
     artifacts per category (in `_LABELS` order; a position counts through them all), with
-    each one's position, its cost in the block (length + 4), the running costs before
-    each position, each category's (start, end) positions and the sum of the costs."""
+    each one's index in its category, its cost in the block (length + 4), the running
+    costs before each position, each category's (start, end) positions and the sum of
+    the costs. ``index`` and ``cost`` (per category) may be given: the fold that wrote the
+    summary knows them."""
 
-    __slots__ = ("notes", "kept", "position", "costs", "before", "bounds", "length")
+    __slots__ = ("notes", "kept", "index", "cost", "costs", "before", "bounds", "length")
 
-    def __init__(self, kept: dict[str, list[str]], notes: list[tuple[str, str]]) -> None:
+    def __init__(
+        self,
+        kept: dict[str, list[str]],
+        notes: list[tuple[str, str]],
+        index: dict[str, dict[str, int]] | None = None,
+        cost: dict[str, list[int]] | None = None,
+    ) -> None:
         self.notes = notes
         self.kept = kept
-        self.position: dict[str, dict[str, int]] = {}
+        self.index = {c: dict(zip(vs, count())) for c, vs in kept.items()} if index is None else index
+        self.cost = {c: list(map((4).__add__, map(len, vs))) for c, vs in kept.items()} if cost is None else cost
         self.bounds: dict[str, tuple[int, int]] = {}
         start = 0
         for c, vs in kept.items():
-            self.position[c] = dict(zip(vs, count(start)))
             self.bounds[c] = (start, start + len(vs))
             start += len(vs)
-        self.costs = list(map((4).__add__, map(len, chain.from_iterable(kept.values()))))
+        self.costs = list(chain.from_iterable(self.cost.values()))
         self.before = [0, *accumulate(self.costs)]
         self.length = self.before[-1]
 
     def once(self) -> bool:
         """Whether no category lists a value twice (ranking by position needs that)."""
-        return all(len(self.position[c]) == e - s for c, (s, e) in self.bounds.items())
+        return all(len(self.index[c]) == len(vs) for c, vs in self.kept.items())
 
 
 _NO_PRIOR = _Prior({c: [] for c in _LABELS}, [])
-_WRITTEN: dict[str, tuple[dict[str, list[str]], list[tuple[str, str]]]] = {}
-"""The artifacts and notes of the last summaries this distiller wrote, by their text: the
-previous summary comes back in the next request, and reading it back would find the same."""
+_Written = tuple[dict[str, list[str]], list[tuple[str, str]], dict[str, dict[str, int]], dict[str, list[int]]]
+"""A summary's artifacts per category, its notes, and the artifacts' index and cost per category."""
+_WRITTEN: dict[str, _Written] = {}
+"""What the last summaries this distiller wrote hold, by their text: the previous summary
+comes back in the next request, and reading it back would find the same."""
 _WRITTEN_SIZE = 64
 
 
-def _remember(summary: str, kept: dict[str, list[str]], notes: list[tuple[str, str]], lines: int, block: str) -> None:
+def _remember(summary: str, lines: int, block: str, written: _Written) -> None:
     """Remember what `_parse_own_summary` would read back from ``summary``, when it would:
     no value or note broke a line (the summary has the ``lines`` written) and no value held
     the backtick's stand-in "\u02cb" (reading turns every one into a backtick)."""
     if "\u02cb" in block or len(summary.splitlines()) != lines:
         return
-    _WRITTEN[summary] = (kept, notes)
+    _WRITTEN[summary] = written
     if len(_WRITTEN) > _WRITTEN_SIZE:
         del _WRITTEN[next(iter(_WRITTEN))]
 
@@ -278,9 +288,9 @@ class ExtractiveDistiller:
             if keys:
                 mentioned.update(zip(keys, map(((seg + 1) * _SPAN).__add__, offsets)))
 
-        kept, omitted = self._keep(state, mentioned)
+        kept, omitted, index, cost = self._keep(state, mentioned)
         artifact_block = _render(kept)
-        return self._finish(artifact_block, omitted, prior_notes, segments, kept)
+        return self._finish(artifact_block, omitted, prior_notes, segments, (kept, index, cost))
 
     def _finish(
         self,
@@ -288,11 +298,11 @@ class ExtractiveDistiller:
         omitted: int,
         prior_notes: list[tuple[str, str]],
         segments: list[tuple[str, str]],
-        kept: dict[str, list[str]] | None = None,
+        written: tuple[dict[str, list[str]], dict[str, dict[str, int]], dict[str, list[int]]] | None = None,
     ) -> str:
         """The summary: the artifact block, what it left out, and the notes that fit. With
-        ``kept`` (the block's values), remembers them for when it comes back as the
-        previous summary."""
+        ``written`` (the block's values, their index and costs per category), remembers them for
+        when it comes back as the previous summary."""
         budget = self.max_chars - len(artifact_block) - len(_NOTES) - 2
         if omitted:
             budget = 0
@@ -304,27 +314,31 @@ class ExtractiveDistiller:
             parts.append(_NOTES)
             parts.extend(f"- {speaker}: {text}" for speaker, text in notes)
         summary = "\n".join(parts)
-        if kept is not None and summary:
+        if written is not None and summary:
+            kept, index, cost = written
             lines = len(parts) - bool(artifact_block) + sum(1 for vs in kept.values() if vs)
-            _remember(summary, kept, notes, lines, artifact_block)
+            _remember(summary, lines, artifact_block, (kept, notes, index, cost))
         return summary
 
-    def _keep(self, state: _Prior, mentioned: dict[tuple[str, str], int]) -> tuple[dict[str, list[str]], int]:
-        """The artifacts the block lists, per category in their order, and how many older
-        ones it leaves out: all of them when they fit ``max_chars``; else the most recently
-        mentioned that fit (newest first; ties to the first mentioned), then greedily the
-        ones that still fit, until not even the cheapest of the rest would.
+    def _keep(
+        self, state: _Prior, mentioned: dict[tuple[str, str], int]
+    ) -> tuple[dict[str, list[str]], int, dict[str, dict[str, int]], dict[str, list[int]]]:
+        """The artifacts the block lists, per category in their order, how many older ones
+        it leaves out, and each kept one's index in its category and cost. All of them
+        when they fit ``max_chars``; else the most recently mentioned that fit (newest
+        first; ties to the first mentioned), then greedily the ones that still fit, until
+        not even the cheapest of the rest would.
 
         The previous summary's artifacts not mentioned again keep their order, newest
         last, so only the mentioned ones are sorted; the run of the rest that fits is found
         by bisection over the previous summary's running costs."""
-        position, prior = state.position, state.kept
+        index, prior = state.index, state.kept
         k = len(state.costs)
         again: list[tuple[str, str]] = []  # mentioned again, in the order of first mention
         new: list[tuple[str, str]] = []
         new_by: dict[str, list[str]] = {c: [] for c in _LABELS}
         for key in mentioned:
-            if key[1] in position[key[0]]:
+            if key[1] in index[key[0]]:
                 again.append(key)
             else:
                 new.append(key)
@@ -333,10 +347,19 @@ class ExtractiveDistiller:
         lines = [c for c in _LABELS if new_by[c] or prior[c]]
         length += sum(len(_LABELS[c]) for c in lines) + len(lines) - 1 if lines else 0
         if length <= self.max_chars:
-            return {c: prior[c] + new_by[c] for c in _LABELS}, 0
+            next_index = {}
+            next_cost = {}
+            for c in _LABELS:
+                next_index[c] = index[c].copy()
+                next_cost[c] = state.cost[c].copy()
+                if new_by[c]:
+                    next_index[c].update(zip(new_by[c], count(len(prior[c]))))
+                    next_cost[c] += map((4).__add__, map(len, new_by[c]))
+            return {c: prior[c] + new_by[c] for c in _LABELS}, 0, next_index, next_cost
 
         room = self.max_chars - 40 - 15 * len(_LABELS)
-        at = {key: position[key[0]][key[1]] for key in again}
+        start = {c: s for c, (s, _) in state.bounds.items()}
+        at = {key: start[key[0]] + index[key[0]][key[1]] for key in again}
         again.sort(key=at.__getitem__)  # the order of first mention: the previous summary's first
         # newest mention first; the sort is stable (reverse=True included), so ties go to
         # the first in the order of first mention
@@ -404,14 +427,28 @@ class ExtractiveDistiller:
         below = sorted(chain(extra, (p for p in kept_again if p < cut)))
         kept_new = set(keep).difference(at) if len(keep) > len(kept_again) else ()
         kept: dict[str, list[str]] = {}
+        next_index: dict[str, dict[str, int]] = {}
+        next_cost: dict[str, list[int]] = {}
         for c, (s, e) in state.bounds.items():
             vs = prior[c]
             out = [vs[p - s] for p in below if s <= p < e]
-            out += vs[max(s, cut) - s : e - s]
+            if out or cut > s:
+                cs = [costs[p] for p in below if s <= p < e]
+                out += vs[max(s, cut) - s : e - s]
+                cs += costs[max(s, cut) : e]
+                next_index[c] = dict(zip(out, count()))
+            else:  # the whole category kept, each where it was
+                out = vs.copy()
+                cs = state.cost[c].copy()
+                next_index[c] = index[c].copy()
             if new_by[c] and kept_new:
-                out += [v for v in new_by[c] if (c, v) in kept_new]
+                added = [v for v in new_by[c] if (c, v) in kept_new]
+                next_index[c].update(zip(added, count(len(out))))
+                out += added
+                cs += map((4).__add__, map(len, added))
             kept[c] = out
-        return kept, k + len(new) - sum(map(len, kept.values()))
+            next_cost[c] = cs
+        return kept, k + len(new) - sum(map(len, kept.values())), next_index, next_cost
 
     def _fold_any(self, prior: str, segments: list[tuple[str, str]]) -> str:
         """The fold for a previous summary whose artifacts repeat (one this distiller did
