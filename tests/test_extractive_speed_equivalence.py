@@ -49,9 +49,11 @@ class _Checked:
         got = self.distill(request)
         assert got == want, f"call {self.calls}: the fast fold wrote a different summary"
         if got in _WRITTEN:
-            kept, notes, index, cost = _WRITTEN[got]
+            kept, notes, index, base, cost = _WRITTEN[got]
             assert _parse_own_summary(got) == (kept, notes)
-            assert index == {c: {v: i for i, v in enumerate(vs)} for c, vs in kept.items()}
+            assert {c: {v: i - base[c] for v, i in ix.items()} for c, ix in index.items()} == {
+                c: {v: i for i, v in enumerate(vs)} for c, vs in kept.items()
+            }
             assert cost == {c: [len(v) + 4 for v in vs] for c, vs in kept.items()}
         self.calls += 1
         return got

@@ -104,21 +104,24 @@ class _Prior:
     artifacts per category (in `_LABELS` order; a position counts through them all), with
     each one's index in its category, its cost in the block (length + 4), the running
     costs before each position, each category's (start, end) positions and the sum of
-    the costs. ``index`` and ``cost`` (per category) may be given: the fold that wrote the
-    summary knows them."""
+    the costs. An index is stored plus the category's ``base`` (so that a fold that drops
+    the oldest of a category shifts the rest by changing one number). ``index``, ``base``
+    and ``cost`` may be given: the fold that wrote the summary knows them."""
 
-    __slots__ = ("notes", "kept", "index", "cost", "costs", "before", "bounds", "length")
+    __slots__ = ("notes", "kept", "index", "base", "cost", "costs", "before", "bounds", "length")
 
     def __init__(
         self,
         kept: dict[str, list[str]],
         notes: list[tuple[str, str]],
         index: dict[str, dict[str, int]] | None = None,
+        base: dict[str, int] | None = None,
         cost: dict[str, list[int]] | None = None,
     ) -> None:
         self.notes = notes
         self.kept = kept
         self.index = {c: dict(zip(vs, count())) for c, vs in kept.items()} if index is None else index
+        self.base = dict.fromkeys(kept, 0) if base is None else base
         self.cost = {c: list(map((4).__add__, map(len, vs))) for c, vs in kept.items()} if cost is None else cost
         self.bounds: dict[str, tuple[int, int]] = {}
         start = 0
@@ -135,8 +138,11 @@ class _Prior:
 
 
 _NO_PRIOR = _Prior({c: [] for c in _LABELS}, [])
-_Written = tuple[dict[str, list[str]], list[tuple[str, str]], dict[str, dict[str, int]], dict[str, list[int]]]
-"""A summary's artifacts per category, its notes, and the artifacts' index and cost per category."""
+_Written = tuple[
+    dict[str, list[str]], list[tuple[str, str]], dict[str, dict[str, int]], dict[str, int], dict[str, list[int]]
+]
+"""A summary's artifacts per category, its notes, and the artifacts' index (with its base)
+and cost per category."""
 _WRITTEN: dict[str, _Written] = {}
 """What the last summaries this distiller wrote hold, by their text: the previous summary
 comes back in the next request, and reading it back would find the same."""
@@ -288,9 +294,9 @@ class ExtractiveDistiller:
             if keys:
                 mentioned.update(zip(keys, map(((seg + 1) * _SPAN).__add__, offsets)))
 
-        kept, omitted, index, cost = self._keep(state, mentioned)
+        kept, omitted, index, base, cost = self._keep(state, mentioned)
         artifact_block = _render(kept)
-        return self._finish(artifact_block, omitted, prior_notes, segments, (kept, index, cost))
+        return self._finish(artifact_block, omitted, prior_notes, segments, (kept, index, base, cost))
 
     def _finish(
         self,
@@ -298,7 +304,8 @@ class ExtractiveDistiller:
         omitted: int,
         prior_notes: list[tuple[str, str]],
         segments: list[tuple[str, str]],
-        written: tuple[dict[str, list[str]], dict[str, dict[str, int]], dict[str, list[int]]] | None = None,
+        written: tuple[dict[str, list[str]], dict[str, dict[str, int]], dict[str, int], dict[str, list[int]]]
+        | None = None,
     ) -> str:
         """The summary: the artifact block, what it left out, and the notes that fit. With
         ``written`` (the block's values, their index and costs per category), remembers them for
@@ -315,24 +322,24 @@ class ExtractiveDistiller:
             parts.extend(f"- {speaker}: {text}" for speaker, text in notes)
         summary = "\n".join(parts)
         if written is not None and summary:
-            kept, index, cost = written
+            kept, index, base, cost = written
             lines = len(parts) - bool(artifact_block) + sum(1 for vs in kept.values() if vs)
-            _remember(summary, lines, artifact_block, (kept, notes, index, cost))
+            _remember(summary, lines, artifact_block, (kept, notes, index, base, cost))
         return summary
 
     def _keep(
         self, state: _Prior, mentioned: dict[tuple[str, str], int]
-    ) -> tuple[dict[str, list[str]], int, dict[str, dict[str, int]], dict[str, list[int]]]:
+    ) -> tuple[dict[str, list[str]], int, dict[str, dict[str, int]], dict[str, int], dict[str, list[int]]]:
         """The artifacts the block lists, per category in their order, how many older ones
-        it leaves out, and each kept one's index in its category and cost. All of them
-        when they fit ``max_chars``; else the most recently mentioned that fit (newest
-        first; ties to the first mentioned), then greedily the ones that still fit, until
-        not even the cheapest of the rest would.
+        it leaves out, and, per category, the kept ones' index, its base and their costs.
+        All of them when they fit ``max_chars``; else the most recently mentioned that fit
+        (newest first; ties to the first mentioned), then greedily the ones that still fit,
+        until not even the cheapest of the rest would.
 
         The previous summary's artifacts not mentioned again keep their order, newest
         last, so only the mentioned ones are sorted; the run of the rest that fits is found
         by bisection over the previous summary's running costs."""
-        index, prior = state.index, state.kept
+        index, base, prior = state.index, state.base, state.kept
         k = len(state.costs)
         again: list[tuple[str, str]] = []  # mentioned again, in the order of first mention
         new: list[tuple[str, str]] = []
@@ -353,12 +360,12 @@ class ExtractiveDistiller:
                 next_index[c] = index[c].copy()
                 next_cost[c] = state.cost[c].copy()
                 if new_by[c]:
-                    next_index[c].update(zip(new_by[c], count(len(prior[c]))))
+                    next_index[c].update(zip(new_by[c], count(base[c] + len(prior[c]))))
                     next_cost[c] += map((4).__add__, map(len, new_by[c]))
-            return {c: prior[c] + new_by[c] for c in _LABELS}, 0, next_index, next_cost
+            return {c: prior[c] + new_by[c] for c in _LABELS}, 0, next_index, base, next_cost
 
         room = self.max_chars - 40 - 15 * len(_LABELS)
-        start = {c: s for c, (s, _) in state.bounds.items()}
+        start = {c: s - base[c] for c, (s, _) in state.bounds.items()}
         at = {key: start[key[0]] + index[key[0]][key[1]] for key in again}
         again.sort(key=at.__getitem__)  # the order of first mention: the previous summary's first
         # newest mention first; the sort is stable (reverse=True included), so ties go to
@@ -428,27 +435,39 @@ class ExtractiveDistiller:
         kept_new = set(keep).difference(at) if len(keep) > len(kept_again) else ()
         kept: dict[str, list[str]] = {}
         next_index: dict[str, dict[str, int]] = {}
+        next_base: dict[str, int] = {}
         next_cost: dict[str, list[int]] = {}
         for c, (s, e) in state.bounds.items():
             vs = prior[c]
             out = [vs[p - s] for p in below if s <= p < e]
-            if out or cut > s:
+            if cut >= e:  # none kept but those before cut
                 cs = [costs[p] for p in below if s <= p < e]
-                out += vs[max(s, cut) - s : e - s]
-                cs += costs[max(s, cut) : e]
                 next_index[c] = dict(zip(out, count()))
+                next_base[c] = 0
+            elif out or cut > s:
+                # the run from cut on keeps its entries, shifted by the base; the ones before
+                # cut leave the index and the kept of them come back first
+                cs = [costs[p] for p in below if s <= p < e]
+                cs += costs[cut:e]
+                shift = next_base[c] = base[c] + (cut - s) - len(out)
+                ix = next_index[c] = index[c].copy()
+                for v in vs[: cut - s]:
+                    del ix[v]
+                ix.update(zip(out, count(shift)))
+                out += vs[cut - s :]
             else:  # the whole category kept, each where it was
                 out = vs.copy()
                 cs = state.cost[c].copy()
                 next_index[c] = index[c].copy()
+                next_base[c] = base[c]
             if new_by[c] and kept_new:
                 added = [v for v in new_by[c] if (c, v) in kept_new]
-                next_index[c].update(zip(added, count(len(out))))
+                next_index[c].update(zip(added, count(next_base[c] + len(out))))
                 out += added
                 cs += map((4).__add__, map(len, added))
             kept[c] = out
             next_cost[c] = cs
-        return kept, k + len(new) - sum(map(len, kept.values())), next_index, next_cost
+        return kept, k + len(new) - sum(map(len, kept.values())), next_index, next_base, next_cost
 
     def _fold_any(self, prior: str, segments: list[tuple[str, str]]) -> str:
         """The fold for a previous summary whose artifacts repeat (one this distiller did
