@@ -278,7 +278,7 @@ def _remains(big: Any, small: Any, name: str, budget: int, cold: float, floor_s:
     requests = request_count(big)
     what = f"{label(name).split(' (')[0]} (ExtractiveDistiller)" if extractive else label(name)
     return Row(
-        "1 remains", f"{what}: engine and strategy, counter caches full", 1000 * warm2, unit="ms",
+        "1 remains", f"{what}: the replay with the counter's caches full", 1000 * warm2, unit="ms",
         reps=timings.reps("2N"),
         detail=(f"{1e6 * warm2 / requests:.0f} µs a request ({requests} requests), {warm2 / cold:.0%} of the cold "
                 f"replay's {cold:.3f} s (floor {floor_s:.3f} s); warm 2N / N {warm2 / warm1:.2f}; own time: "

@@ -77,11 +77,11 @@ class TestTinyRun:
                   if row[4] == "MISS"}
         remains = _rows(results, "1 remains")
         for row in remains:
-            preset = row[1].split(": engine and strategy")[0]
+            preset = row[1].split(": the replay with")[0]
             assert any(m.startswith(preset) for m in missed), row[1]
             assert row[2].endswith(" ms") and "warm 2N / N" in row[5] and "own time:" in row[5]
         for m in missed:
-            assert any(m.startswith(r[1].split(": engine and strategy")[0]) for r in remains), m
+            assert any(m.startswith(r[1].split(": the replay with")[0]) for r in remains), m
 
     def test_the_dashboard_reports_milliseconds_with_a_verdict(self, run):
         _, results = run
