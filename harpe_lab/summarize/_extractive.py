@@ -6,7 +6,7 @@ import functools
 import math
 import re
 from bisect import bisect_left, bisect_right
-from collections import Counter
+from collections import Counter, OrderedDict
 from dataclasses import dataclass
 from itertools import accumulate, chain, count, groupby, repeat
 from operator import itemgetter
@@ -143,9 +143,10 @@ _Written = tuple[
 ]
 """A summary's artifacts per category, its notes, and the artifacts' index (with its base)
 and cost per category."""
-_WRITTEN: dict[str, _Written] = {}
-"""What the last summaries this distiller wrote hold, by their text: the previous summary
-comes back in the next request, and reading it back would find the same."""
+_WRITTEN: OrderedDict[str, _Written] = OrderedDict()
+"""What the last summaries the distillers wrote hold, by their text: the previous summary
+comes back in the next request, and reading it back would find the same. (Every step on it
+is one call, so replays in threads share it safely.)"""
 _WRITTEN_SIZE = 64
 
 
@@ -157,7 +158,7 @@ def _remember(summary: str, lines: int, block: str, written: _Written) -> None:
         return
     _WRITTEN[summary] = written
     if len(_WRITTEN) > _WRITTEN_SIZE:
-        del _WRITTEN[next(iter(_WRITTEN))]
+        _WRITTEN.popitem(last=False)
 
 
 def _prior_state(summary: str) -> _Prior | None:
