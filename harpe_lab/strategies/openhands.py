@@ -441,6 +441,9 @@ class CondenserContext(PolicyLifecycle):
         self._forgot = (0, 0)  # transcript[start:resume] is forgotten
         self._summary: UserInput | None = None
         self._marked_state = (self._forgot, self._summary)
+        # the events of the view without the summary, kept as messages come: most requests
+        # need no condensation, and this says so without walking the view
+        self._view_events = events_in(self._transcript)
 
     @property
     def distill(self) -> Distill | None:
@@ -460,8 +463,12 @@ class CondenserContext(PolicyLifecycle):
         self._marked_state = (self._forgot, self._summary)
         super().begin_turn(input)
 
+    def _added(self, message: Message) -> None:
+        self._view_events += _events(message)
+
     def _restored(self) -> None:
         self._forgot, self._summary = self._marked_state
+        self._view_events = events_in(self._originals())
 
     def _originals(self) -> list[Message]:
         start, resume = self._forgot
@@ -478,9 +485,11 @@ class CondenserContext(PolicyLifecycle):
         return out
 
     def _condense(self) -> None:
+        c = self.condenser
+        if self._view_events + (self._summary is not None) <= c.max_size:
+            return  # what `cut` would find first
         start, resume = self._forgot
         view = self._originals()
-        c = self.condenser
         cut = c.cut(view, summary=self._summary is not None) if isinstance(c, LLMSummarizing) else c.cut(view)
         if cut is None:
             return
@@ -508,7 +517,8 @@ class CondenserContext(PolicyLifecycle):
         self._forgot = (new_start, t_hi)
         self._summary = summary
         dropped = hi - lo
-        after = events_in(self._originals()) + (summary is not None)
+        self._view_events = events_in(self._originals())
+        after = self._view_events + (summary is not None)
         self._events.emit(Condensed(dropped, events_in(view[lo:hi]), before, after))
         if summary is not None:
             self._events.emit(ContextCompacted(dropped))
