@@ -444,6 +444,7 @@ class CondenserContext(PolicyLifecycle):
         # the events of the view without the summary, kept as messages come: most requests
         # need no condensation, and this says so without walking the view
         self._view_events = events_in(self._transcript)
+        self._before: tuple[list[Message], int, int] = (self._transcript, 0, 0)  # see `_event_ids`
 
     @property
     def distill(self) -> Distill | None:
@@ -477,7 +478,12 @@ class CondenserContext(PolicyLifecycle):
 
     def _event_ids(self, lo: int, hi: int) -> list[tuple[int, str]]:
         """(event id, text) of the events of ``transcript[lo:hi]``."""
-        first = events_in(self._transcript[:lo])
+        t = self._transcript
+        # the events before lo, counted on from the last call's: the transcript list only
+        # grows (an abort replaces it) and each condensation starts at or after the last
+        seen, at, before = self._before
+        first = before + events_in(t[at:lo]) if seen is t and at <= lo else events_in(t[:lo])
+        self._before = (t, lo, first)
         out = []
         for m in self._transcript[lo:hi]:
             for text in _event_texts(m):
