@@ -50,6 +50,7 @@ the frame). No limit is declared: the paper's hybrid counts turns, not tokens.
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -135,6 +136,9 @@ class HybridContext(EditContext):
         self._upto = 0  # transcript[head:upto] is folded into the checkpoint
         self._checkpoint: AssistantMessage | None = None
         self._marked_state = (self._upto, self._checkpoint)
+        # `_round_ends` of the whole transcript, kept as messages come: a request asks how
+        # many rounds are unsummarized without walking them
+        self._ends = _round_ends(self._transcript, 0)
 
     @property
     def distill(self) -> Distill:
@@ -154,8 +158,14 @@ class HybridContext(EditContext):
         self._marked_state = (self._upto, self._checkpoint)
         super().begin_turn(input)
 
+    def _added(self, message: Message) -> None:
+        t = self._transcript
+        if isinstance(message, ToolResults) and t and isinstance(t[-1], AssistantMessage) and t[-1].calls:
+            self._ends.append(len(t) + 1)
+
     def _restored(self) -> None:
         self._upto, self._checkpoint = self._marked_state
+        del self._ends[bisect_right(self._ends, len(self._transcript)):]
 
     @property
     def _head(self) -> int:
@@ -176,10 +186,10 @@ class HybridContext(EditContext):
         h = self.hybrid
         head = self._head
         start = max(self._upto, head)
-        ends = _round_ends(self._transcript, start)
-        if len(ends) < h.summarize_turns + h.keep_turns:
+        first = bisect_left(self._ends, start + 2)  # the rounds whose reply is at or after start
+        if len(self._ends) - first < h.summarize_turns + h.keep_turns:
             return
-        end = ends[h.summarize_turns - 1]
+        end = self._ends[first + h.summarize_turns - 1]
         folded = self._transcript[start:end]
         if self._checkpoint is None:
             task = self._transcript[0].text if head else ""
