@@ -13,6 +13,7 @@ tokens than its high-water mark. See ``docs/concepts.md`` and the Harpe specific
 
 from __future__ import annotations
 
+from collections import deque
 from typing import Callable, Iterable, Sequence
 
 from .._text import CHARS_PER_TOKEN, message_chars, truncate, turn_groups
@@ -128,6 +129,7 @@ class WindowedContext(_TranscriptContext):
             raise StrategyError(f"max_chars must be an int >= 0, got {max_chars!r}")
         super().__init__(base_system, initial)
         self.max_chars = max_chars
+        self._window: _Window | None = None
 
     @property
     def limit(self) -> Limit:
@@ -135,7 +137,45 @@ class WindowedContext(_TranscriptContext):
         return Limit(tokens=self.max_chars // CHARS_PER_TOKEN, kind="target")
 
     def compact(self) -> Compaction:
-        return Compaction(Rendered(self.base_system, tuple(truncate(self._transcript, self.max_chars))), False)
+        t = self._transcript
+        window = self._window
+        if window is None or window.source is not t or len(t) < window.seen:  # first, or after an abort
+            window = self._window = _Window(t, self.max_chars)
+        return Compaction(Rendered(self.base_system, tuple(t[window.start():])), False)
+
+
+class _Window:
+    """Where `truncate` would cut ``source``, a transcript list that only grows, kept up to
+    date as it grows: the cut only moves forward, so a request costs the messages added
+    and the turns dropped, not a walk over the window."""
+
+    __slots__ = ("source", "seen", "max_chars", "starts", "sizes", "total")
+
+    def __init__(self, source: list[Message], max_chars: int) -> None:
+        self.source = source
+        self.max_chars = max_chars
+        self.seen = len(source) - len(truncate(source, max_chars))  # the window so far, added below
+        self.starts: deque[int] = deque()  # the window's turns: where each starts, its characters
+        self.sizes: deque[int] = deque()
+        self.total = 0
+
+    def start(self) -> int:
+        t, starts, sizes = self.source, self.starts, self.sizes
+        for k in range(self.seen, len(t)):
+            m = t[k]
+            chars = getattr(m, "_chars", None)  # message_chars' cache, inlined as in truncate
+            if chars is None:
+                chars = message_chars(m)
+            if not starts or isinstance(m, UserInput):
+                starts.append(k)
+                sizes.append(0)
+            sizes[-1] += chars
+            self.total += chars
+        self.seen = len(t)
+        while len(sizes) > 1 and self.total > self.max_chars:  # the longest suffix of whole turns that fits
+            self.total -= sizes.popleft()
+            starts.popleft()
+        return starts[0] if starts else len(t)
 
 
 class TurnContext:
