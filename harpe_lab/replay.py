@@ -65,6 +65,7 @@ import copy
 import math
 import warnings
 from dataclasses import dataclass
+from itertools import chain
 from typing import Any, Callable, Mapping, Sequence
 
 from ._checks import Invariants
@@ -464,7 +465,7 @@ def replay(
 
     def mark_summarized(t: int, i: int) -> None:
         nonlocal unsummarized, marked_upto
-        now = set(map(id, session.base)) | set(map(id, session.tail))
+        now = set(map(id, chain(session.base, session.tail)))
         for msgs in rec.turns[marked_upto : t + 1]:
             unsummarized.extend((id(m), rec.ids[id(m)]) for m in msgs)
         marked_upto = max(marked_upto, t + 1)

@@ -29,3 +29,15 @@ def real_data() -> Path:
     if not REAL_DATA.is_dir():
         pytest.skip(f"real data folder {REAL_DATA} is absent")
     return REAL_DATA
+
+
+def bundled_conversations() -> dict:
+    """Every conversation of the bundled datasets, labelled ``name[k]``."""
+    from harpe_lab.datasets import list_datasets, load
+
+    out = {}
+    for name in list_datasets():
+        loaded = load(name)
+        for k, c in enumerate(loaded if isinstance(loaded, list) else [loaded]):
+            out[f"{name}[{k}]"] = c
+    return out

@@ -22,7 +22,8 @@ from typing import Any, Callable
 import pytest
 
 from harpe_lab import ApproxCounter
-from harpe_lab.datasets import list_datasets, load, synthesize
+from conftest import bundled_conversations
+from harpe_lab.datasets import synthesize
 from harpe_lab.messages import Rendered
 from harpe_lab.presets import make_strategy
 from harpe_lab.replay import replay
@@ -48,13 +49,7 @@ class _Recording:
 
 
 def _conversations() -> dict[str, Any]:
-    out = {}
-    for name in list_datasets():
-        loaded = load(name)
-        for k, c in enumerate(loaded if isinstance(loaded, list) else [loaded]):
-            out[f"{name}[{k}]"] = c
-    out["synthetic(60, tools)"] = synthesize(60, seed=3, tool_rate=0.6, result_chars=900)
-    return out
+    return {**bundled_conversations(), "synthetic(60, tools)": synthesize(60, seed=3, tool_rate=0.6, result_chars=900)}
 
 
 def _cases() -> dict[str, Callable[[], list[str]]]:

@@ -19,7 +19,8 @@ from typing import Any
 import pytest
 
 from harpe_lab import ApproxCounter
-from harpe_lab.datasets import list_datasets, load, synthesize
+from conftest import bundled_conversations
+from harpe_lab.datasets import synthesize
 from harpe_lab.errors import BudgetError
 from harpe_lab.messages import Rendered, UserInput
 from harpe_lab.presets import PRESETS, make_strategy
@@ -60,13 +61,7 @@ class _Checked:
 
 
 def _conversations() -> dict[str, Any]:
-    out = {}
-    for name in list_datasets():
-        loaded = load(name)
-        for k, c in enumerate(loaded if isinstance(loaded, list) else [loaded]):
-            out[f"{name}[{k}]"] = c
-    out["synthetic(120, tools)"] = synthesize(120, seed=7, tool_rate=0.6, result_chars=1200)
-    return out
+    return {**bundled_conversations(), "synthetic(120, tools)": synthesize(120, seed=7, tool_rate=0.6, result_chars=1200)}
 
 
 CONVERSATIONS = _conversations()
