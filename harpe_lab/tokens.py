@@ -1,7 +1,9 @@
 """Token counters: how many tokens a text, a message or a whole request costs.
 
 Every counter memoizes ``count(text)``, so counting the same text twice costs one encode,
-and caches each message's count, so a replay pays one encode per distinct message.
+and caches each message's count, so a replay pays one encode per distinct message. A replay
+hands its counter the whole recording before the first request (`_Counter.prime`): the
+same encodes, run back to back instead of spread among the replay's own work, cost less.
 `TiktokenCounter` also counts a long text by the lines it shares with texts counted before
 (a running summary, the request that quotes it), exactly: see `TiktokenCounter`.
 
@@ -60,7 +62,9 @@ _CACHE_SIZE = 1 << 17
 
 @runtime_checkable
 class TokenCounter(Protocol):
-    """What a replay needs from a counter."""
+    """What a replay needs from a counter. A counter that memoizes may also have
+    ``prime(messages)``: the replay calls it once with the whole recording, before the
+    first request (see `_Counter.prime`)."""
 
     name: str
 
@@ -116,6 +120,18 @@ class _Counter:
         if isinstance(message, ToolResults):
             return sum(MESSAGE_OVERHEAD + c(r.content) for r in message.results)
         raise TypeError(f"not a harpe_lab message: {message!r}")
+
+    def prime(self, messages: Sequence[Message]) -> None:
+        """Count ``messages`` now, so that later calls find them memoized.
+
+        The replay engine calls it with the recording before its first request. The counts
+        are the same either way; what changes is the order: the tokenizer runs back to back,
+        its tables stay in the CPU's caches, and a 1M-token replay takes 10–25% less time
+        than with the same encodes spread among its requests (``benchmarks/``). Skipped when
+        the messages would not all fit the cache (counting them twice would cost more).
+        """
+        if len(messages) <= _CACHE_SIZE // 2:
+            self.count_messages(messages)
 
     def count_system(self, system: str) -> int:
         """Tokens the system prompt adds (0 when it is empty)."""

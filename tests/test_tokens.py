@@ -284,6 +284,39 @@ class TestMemoization:
         c.count_rendered(Rendered("sys prompt", (*history, UserInput("second question"))))
         assert encodes[n:] == ["second question"]
 
+    def test_a_replay_primes_its_counter_with_the_recording_and_gets_the_same_frame(self, encodes):
+        from harpe_lab.datasets import load
+        from harpe_lab.replay import replay
+        from harpe_lab.strategies.harpe import FullContext
+
+        loaded = load("coding_agent")
+        conv = loaded[0] if isinstance(loaded, list) else loaded
+        primed: list[int] = []
+
+        class Spy(TiktokenCounter):
+            def prime(self, messages):
+                super().prime(messages)
+                primed.append(len(messages))
+                primed.append(len(encodes))
+
+        class Unprimed(TiktokenCounter):
+            prime = None
+
+        r = replay(conv, lambda: FullContext(conv.system), counter=Spy())
+        assert primed[0] == len(conv.messages())
+        # after priming, the replay encodes the system prompt and nothing else
+        assert 0 < primed[1] and len(encodes) - primed[1] <= 1
+        unprimed = replay(conv, lambda: FullContext(conv.system), counter=Unprimed())
+        assert r.requests.equals(unprimed.requests)
+
+    def test_prime_is_skipped_when_the_messages_would_not_fit_the_cache(self, encodes, monkeypatch):
+        monkeypatch.setattr(tokens, "_CACHE_SIZE", 4)
+        c = TiktokenCounter()
+        c.prime([UserInput(f"question {k}") for k in range(3)])
+        assert encodes == []
+        c.prime([UserInput("one"), UserInput("two")])
+        assert encodes == ["one", "two"]
+
 
 # --- long texts counted by chunks --------------------------------------------------------
 
