@@ -23,8 +23,8 @@ offline, is reported beside (goal: ≤ 3× the floor).
 
 For every preset that misses a goal, a **remains** row says what is left once counting is
 paid: the same replay with the counter's caches already full (the engine's and the
-strategy's own Python), its N-to-2N ratio, and the four functions with the most own time
-in a cProfile of it.
+strategy's own Python), its N-to-2N ratio, the part of it the cyclic garbage collector
+takes, and the four functions with the most own time in a cProfile of it.
 
     .venv/bin/python -m benchmarks.replay [--tokens 1000000] [--reps 5] [--quick] [--strategies full,chain]
 """
@@ -32,10 +32,12 @@ in a cProfile of it.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import sys
+import time
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 if __package__ in (None, ""):  # run as a script: make `benchmarks` importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -242,6 +244,27 @@ def run(
     return rows
 
 
+def _collector_seconds(run: Callable[[], Any]) -> float:
+    """Wall time CPython's cyclic garbage collector spends during ``run()``: the requests a
+    replay keeps are tuples of messages, which each collection of their generation walks."""
+    started: list[float] = []
+    spent = [0.0]
+
+    def timer(phase: str, _info: dict[str, Any]) -> None:
+        if phase == "start":
+            started.append(time.perf_counter())
+        elif started:
+            spent[0] += time.perf_counter() - started.pop()
+
+    gc.collect()
+    gc.callbacks.append(timer)
+    try:
+        run()
+    finally:
+        gc.callbacks.remove(timer)
+    return spent[0]
+
+
 def _remains(big: Any, small: Any, name: str, budget: int, cold: float, floor_s: float, reps: int, *,
              extractive: bool = False) -> Row:
     """What a preset's replay spends beyond counting: the same replay with the counter's
@@ -265,6 +288,7 @@ def _remains(big: Any, small: Any, name: str, budget: int, cold: float, floor_s:
     go(small)
     timings = interleaved({"2N": lambda: lambda: go(big), "N": lambda: lambda: go(small)}, reps)
     warm2, warm1 = timings.median("2N"), timings.median("N")
+    collected = _collector_seconds(lambda: go(big))
     profiler = cProfile.Profile()
     profiler.enable()
     go(big)
@@ -281,7 +305,8 @@ def _remains(big: Any, small: Any, name: str, budget: int, cold: float, floor_s:
         "1 remains", f"{what}: the replay with the counter's caches full", 1000 * warm2, unit="ms",
         reps=timings.reps("2N"),
         detail=(f"{1e6 * warm2 / requests:.0f} µs a request ({requests} requests), {warm2 / cold:.0%} of the cold "
-                f"replay's {cold:.3f} s (floor {floor_s:.3f} s); warm 2N / N {warm2 / warm1:.2f}; own time: "
+                f"replay's {cold:.3f} s (floor {floor_s:.3f} s); warm 2N / N {warm2 / warm1:.2f}; the cyclic "
+                f"garbage collector {1000 * collected:.0f} ms of it; own time: "
                 + ", ".join(f"{w} {t / total:.0%}" for w, t in top)),
     )  # fmt: skip
 

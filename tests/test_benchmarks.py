@@ -80,6 +80,7 @@ class TestTinyRun:
             preset = row[1].split(": the replay with")[0]
             assert any(m.startswith(preset) for m in missed), row[1]
             assert row[2].endswith(" ms") and "warm 2N / N" in row[5] and "own time:" in row[5]
+            assert re.search(r"the cyclic garbage collector \d+ ms of it", row[5]), row[5]
         for m in missed:
             assert any(m.startswith(r[1].split(": the replay with")[0]) for r in remains), m
 
