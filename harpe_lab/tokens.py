@@ -125,10 +125,11 @@ class _Counter:
         """Count ``messages`` now, so that later calls find them memoized.
 
         The replay engine calls it with the recording before its first request. The counts
-        are the same either way; what changes is the order: the tokenizer runs back to back,
-        its tables stay in the CPU's caches, and a 1M-token replay takes 10–25% less time
-        than with the same encodes spread among its requests (``benchmarks/``). Skipped when
-        the messages would not all fit the cache (counting them twice would cost more).
+        are the same either way; what changes is the order: the encodes run back to back,
+        as in the benchmarks' floor, and a 1M-token replay took 10–25% less time than with
+        the same encodes spread among its requests (both the encodes and the replay's own
+        Python ran slower interleaved). Skipped when the messages would not all fit the
+        cache (counting them twice would cost more).
         """
         if len(messages) <= _CACHE_SIZE // 2:
             self.count_messages(messages)
