@@ -4,7 +4,11 @@ request costs O(messages added), not O(messages sent).
 
 The session holds that rendering as the strategy's own tuple and what was appended since as
 a list of its own (`base` and `tail`); neither is ever changed in place, only replaced, so a
-recorded request is ``(base, tail, len(tail))`` and no request copies the history.
+recorded request is ``(version, tail, len(tail))`` and no request copies the history. The
+`version` is the base itself, or, when the base is an edit of the one before (stand-ins
+put in place, as the edit policies do at many requests), a `Patch` of that one: a replay
+then keeps a whole tuple only every `CHECKPOINT` edits, not one per edit, which a replay
+of a long session would hold (and the garbage collector walk) by the million references.
 
 Messages are told apart by the conversation's message ids: the engine hands the session a
 map from each original message object to its turn (the engine first makes every position of
@@ -17,25 +21,56 @@ from __future__ import annotations
 from itertools import compress, islice, repeat
 from itertools import count as count_from
 from operator import add, is_, is_not
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from ._checks import Invariants
 from .messages import Message
 
-__all__ = ["ProviderSession"]
+__all__ = ["ProviderSession", "Patch", "CHECKPOINT"]
+
+CHECKPOINT = 16
+"""At most this many edits in a row are kept as patches; the next one is kept whole."""
+
+
+class Patch:
+    """A rendering the session made by editing the one before: ``prev`` (a tuple or a
+    `Patch`) followed by ``tail`` (the session's tail then, never appended to again), with
+    the stand-in ``message`` at each ``(place, message)`` of ``places``, then ``appended``."""
+
+    __slots__ = ("prev", "tail", "places", "appended", "depth")
+
+    def __init__(self, prev: "tuple[Message, ...] | Patch", tail: list[Message], places: tuple[tuple[int, Message], ...],
+                 appended: tuple[Message, ...]) -> None:
+        self.prev = prev
+        self.tail = tail
+        self.places = places
+        self.appended = appended
+        self.depth = prev.depth + 1 if isinstance(prev, Patch) else 1
+
+    def apply(self, prev: Sequence[Message]) -> list[Message]:
+        """The rendering, given ``prev``'s messages."""
+        out = list(prev)
+        out += self.tail
+        for place, message in self.places:
+            out[place] = message
+        out += self.appended
+        return out
 
 
 class ProviderSession:
     """The provider session of one replay. ``owner`` maps ``id()`` of each original message
     to its turn; ``count`` prices a message."""
 
-    __slots__ = ("base", "tail", "system", "_tok", "_syn", "_org", "_owner", "_count", "turn_tokens", "shared")
+    __slots__ = ("base", "tail", "version", "system", "_tok", "_syn", "_org", "_owner", "_count", "turn_tokens",
+                 "shared")
 
     def __init__(self, owner: Mapping[int, int], count: Any) -> None:
         self.base: tuple[Message, ...] = ()
         """The last rendering adopted (a strategy's tuple, never copied)."""
         self.tail: list[Message] = []
         """The messages appended since; a new list at every adoption."""
+        self.version: tuple[Message, ...] | Patch = ()
+        """How a recorded request refers to `base`: the tuple itself, or a `Patch`."""
         self.system = ""
         # _tok[k] / _syn[k] / _org[k]: tokens, made-up tokens and original messages in messages[: k + 1]
         self._tok: list[int] = []
@@ -96,8 +131,14 @@ class ProviderSession:
         """A request went out: the next one shares all of it so far."""
         self.shared = self.length
 
-    def _take(self, new: tuple[Message, ...]) -> None:
-        """``new`` is the session now (its sums already are)."""
+    def _take(self, new: tuple[Message, ...], places: tuple[int, ...] = (), appended: int = 0) -> None:
+        """``new`` is the session now (its sums already are). ``places``: ``new`` is the
+        session with stand-ins there, followed by its last ``appended`` messages."""
+        old = self.version
+        if places and (not isinstance(old, Patch) or old.depth < CHECKPOINT):
+            self.version = Patch(old, self.tail, tuple((p, new[p]) for p in places), new[len(new) - appended :])
+        else:
+            self.version = new
         self.base = new
         self.tail = []  # recorded requests still refer to the old tail
 
@@ -159,7 +200,7 @@ class ProviderSession:
         for m in new[n:]:
             self._push(m)
         if places:
-            self._take(new)
+            self._take(new, tuple(places), len(new) - n)
         else:  # new is the session followed by new[n:]: the session goes on
             self.tail.extend(new[n:])
         return True

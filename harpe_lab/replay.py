@@ -69,7 +69,7 @@ from itertools import chain
 from typing import Any, Callable, Mapping, Sequence
 
 from ._checks import Invariants
-from ._session import ProviderSession
+from ._session import Patch, ProviderSession
 from .conversation import Conversation
 from .errors import HarpeLabError, StrategyError
 from .messages import AssistantMessage, Message, Rendered, ToolResults, Usage
@@ -110,23 +110,27 @@ class ReplayEvent:
 
 
 class _Sent(Sequence[Rendered]):
-    """What each request sent, recorded in O(1): ``(base, tail, length, system)``, the
-    request being ``base + tail[:length]``.
+    """What each request sent, recorded in O(1): ``(version, tail, length, system)``, the
+    request being ``version``'s messages followed by ``tail[:length]``.
 
-    ``base`` is the rendering the provider session last adopted (a tuple) and ``tail`` what
-    was appended since, a list that only grows until the next adoption starts a new one; so
-    consecutive requests share both. A request's `Rendered` is built the first time it is
-    asked for (and kept, so it is the same object every time).
+    ``version`` is the rendering the provider session last adopted: the tuple itself, or a
+    `Patch` of the one before (see `harpe_lab._session`). ``tail`` is what was appended
+    since, a list that only grows until the next adoption starts a new one; so consecutive
+    requests share both. A request's `Rendered` is built the first time it is asked for
+    (and kept, so it is the same object every time).
     """
 
-    __slots__ = ("_at", "_made")
+    __slots__ = ("_at", "_made", "_resolved")
 
     def __init__(self) -> None:
-        self._at: list[tuple[tuple[Message, ...], list[Message], int, str]] = []
+        self._at: list[tuple[tuple[Message, ...] | Patch, list[Message], int, str]] = []
         self._made: dict[int, Rendered] = {}
+        # the last patches resolved, by id (the patch is held so its id stays unique): a
+        # walk over the requests in order resolves each patch from the one before
+        self._resolved: dict[int, tuple[Patch, tuple[Message, ...]]] = {}
 
-    def add(self, base: tuple[Message, ...], tail: list[Message], length: int, system: str) -> None:
-        self._at.append((base, tail, length, system))
+    def add(self, version: tuple[Message, ...] | Patch, tail: list[Message], length: int, system: str) -> None:
+        self._at.append((version, tail, length, system))
 
     def __len__(self) -> int:
         return len(self._at)
@@ -137,9 +141,29 @@ class _Sent(Sequence[Rendered]):
         i = range(len(self._at))[i]  # negative indices, and IndexError, as a list has them
         made = self._made.get(i)
         if made is None:
-            base, tail, length, system = self._at[i]
+            version, tail, length, system = self._at[i]
+            base = version if isinstance(version, tuple) else self._resolve(version)
             made = self._made[i] = Rendered(system, base + tuple(tail[:length]) if length else base)
         return made
+
+    def _resolve(self, patch: Patch) -> tuple[Message, ...]:
+        resolved = self._resolved
+        todo: list[Patch] = []
+        at: tuple[Message, ...] | Patch = patch
+        while isinstance(at, Patch):
+            hit = resolved.get(id(at))
+            if hit is not None and hit[0] is at:
+                at = hit[1]
+                break
+            todo.append(at)
+            at = at.prev
+        messages = at
+        for p in reversed(todo):
+            messages = tuple(p.apply(messages))
+        if len(resolved) >= 8:
+            resolved.pop(next(iter(resolved)), None)
+        resolved[id(patch)] = (patch, messages)
+        return messages
 
 
 class Replay:
@@ -545,7 +569,7 @@ def replay(
                 d_calls, d_in, d_out, cached, read, write, cost, cost_cached, d_cost,
             )  # fmt: skip
             table.append(row)
-            requests.add(session.base, session.tail, len(session.tail), system)
+            requests.add(session.version, session.tail, len(session.tail), system)
             summaries.append(ctx.summary if holds_summary else "")
             request += 1
             listener.request = request

@@ -380,3 +380,78 @@ class TestFromJournal:
         ]
         assert a3.calls[0].name == "bash"  # sent by the model, never answered: no request follows it
         assert rp.requests["recorded_input_tokens"].tolist()[:3] == [2000, 2600, 3000]
+
+
+class TestWhatWasSent:
+    """`Replay.rendered(i)` is exactly what the strategy rendered for request ``i``, for
+    every preset, whether the engine keeps a request whole or as a patch of the one before."""
+
+    @staticmethod
+    def _recorded(conversation, name, budget):
+        from harpe_lab.presets import make_strategy
+        from harpe_lab.tokens import TiktokenCounter
+
+        counter = TiktokenCounter()
+        factory = make_strategy(name, budget=budget, counter=counter, system=conversation.system)
+        # what the engine sends: the rendering at a turn start and at a compaction, else the
+        # request before followed by what was appended since (Harpe's mid-turn session)
+        rendered: list[Rendered] = []
+        appended: list = []
+        starting = [False]
+
+        def recording():
+            ctx = factory()
+            begin, append, compact = ctx.begin_turn, ctx.append, ctx.compact
+
+            def on_begin(message):
+                starting[0] = True
+                appended.clear()
+                return begin(message)
+
+            def on_append(message):
+                appended.append(message)
+                return append(message)
+
+            def on_compact():
+                out = compact()
+                if starting[0] or out.compacted or not rendered:
+                    rendered.append(out.rendered)
+                else:
+                    before = rendered[-1]
+                    rendered.append(Rendered(out.rendered.system, before.messages + tuple(appended)))
+                starting[0] = False
+                appended.clear()
+                return out
+
+            ctx.begin_turn, ctx.append, ctx.compact = on_begin, on_append, on_compact
+            return ctx
+
+        return replay(conversation, recording, counter=counter, name=name), rendered
+
+    @pytest.mark.parametrize("name", sorted(__import__("harpe_lab.presets", fromlist=["PRESETS"]).PRESETS))
+    def test_each_request_is_what_the_strategy_rendered(self, name):
+        from harpe_lab.datasets import synthesize
+
+        conversation = synthesize(120, seed=3)
+        r, rendered = self._recorded(conversation, name, 8_000)
+        assert len(rendered) == len(r)
+        # backwards first: no request leans on the one before having been built
+        for i in reversed(range(len(r))):
+            assert r.rendered(i) == rendered[i], f"{name}: request {i}"
+
+    def test_a_long_run_of_edits_is_kept_as_patches_and_read_back_exactly(self):
+        import pickle
+
+        from harpe_lab._session import CHECKPOINT, Patch
+        from harpe_lab.datasets import synthesize
+
+        conversation = synthesize(300, seed=5)
+        r, rendered = self._recorded(conversation, "masking", 3_000)
+        versions = {id(v): v for v, *_ in r._requests._at}.values()
+        patches = [v for v in versions if isinstance(v, Patch)]
+        assert len(patches) > 3 * CHECKPOINT  # the run is long enough to cross checkpoints
+        assert max(p.depth for p in patches) == CHECKPOINT
+        assert len(versions) - len(patches) < len(versions) / CHECKPOINT + 2
+        back = pickle.loads(pickle.dumps(r))  # sweeps send replays between processes
+        for i in range(len(r)):
+            assert r.rendered(i) == rendered[i] == back.rendered(i), f"request {i}"
