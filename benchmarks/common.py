@@ -120,6 +120,11 @@ class Timings:
         """median(num) / median(den)."""
         return self.median(num) / self.median(den)
 
+    def paired(self, num: str, den: str) -> float:
+        """The median of num / den over the repetitions both ran: for cases run next to
+        each other, so a drift in the machine's speed cancels within each pair."""
+        return median([a / b for a, b in zip(self.seconds[num], self.seconds[den])])
+
     def reps(self, name: str) -> int:
         return len(self.seconds[name])
 
