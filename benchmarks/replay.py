@@ -220,22 +220,23 @@ def run(
     rows = []
     floors = [t for case, ts in timings.seconds.items() if case.startswith("floor|") for t in ts]
     floor_s, bare_s = median(floors), timings.median("tiktoken")
-    paired = "median of the ratios to a floor run right before each replay"
+    def beside(case: str) -> str:
+        return (f"median of the ratios to a floor run right before each replay; medians {timings.median(case):.3f} s "
+                f"/ {timings.median(f'floor|{case}'):.3f} s (of all {len(floors)} floor runs {floor_s:.3f} s, bare "
+                f"tiktoken {bare_s:.3f} s)")
+
     for name in strategies:
-        t2 = timings.median(f"{name}/2N")
         rows.append(Row(
             "1 floor", f"{label(name)} / tokenize once (~{big_tokens / 1e6:.1f}M tokens)",
             timings.paired(f"{name}/2N", f"floor|{name}/2N"), goal=FLOOR_GOAL, reps=timings.reps(f"{name}/2N"),
-            detail=(f"{paired}; {t2:.3f} s / {floor_s:.3f} s (the median of all {len(floors)} floor runs; bare "
-                    f"tiktoken {bare_s:.3f} s); frames checked"),
+            detail=f"{beside(f'{name}/2N')}; frames checked",
         ))  # fmt: skip
     for name in extractive:
-        t2 = timings.median(f"{name}+extractive/2N")
         rows.append(Row(
             "1 floor", f"{label(name).split(' (')[0]} (ExtractiveDistiller) / tokenize once",
             timings.paired(f"{name}+extractive/2N", f"floor|{name}+extractive/2N"), goal=EXTRACTIVE_GOAL,
             reps=timings.reps(f"{name}+extractive/2N"),
-            detail=f"{paired}; {t2:.3f} s / {floor_s:.3f} s; the offline distiller notebooks use",
+            detail=f"{beside(f'{name}+extractive/2N')}; the offline distiller notebooks use",
         ))  # fmt: skip
     for name in strategies:
         t2, t1 = timings.median(f"{name}/2N"), timings.median(f"{name}/N")
@@ -250,11 +251,12 @@ def run(
     for name in strategies:
         if any(m.startswith(label(name)) for m in missed):
             cold = timings.median(f"{name}/2N")
-            rows.append(_remains(big, small, name, budget, cold, floor_s, reps))
+            rows.append(_remains(big, small, name, budget, cold, timings.median(f"floor|{name}/2N"), reps))
     for name in extractive:
         if any(m.startswith(f"{label(name).split(' (')[0]} (ExtractiveDistiller)") for m in missed):
-            cold = timings.median(f"{name}+extractive/2N")
-            rows.append(_remains(big, small, name, budget, cold, floor_s, reps, extractive=True))
+            case = f"{name}+extractive/2N"
+            rows.append(_remains(big, small, name, budget, timings.median(case), timings.median(f"floor|{case}"), reps,
+                                 extractive=True))
     return rows
 
 
