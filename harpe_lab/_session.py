@@ -9,6 +9,7 @@ recorded request is ``(version, tail, len(tail))`` and no request copies the his
 put in place, as the edit policies do at many requests), a `Patch` of that one: a replay
 then keeps a whole tuple only every `CHECKPOINT` edits, not one per edit, which a replay
 of a long session would hold (and the garbage collector walk) by the million references.
+`Sent` is that record, one entry per request, read back as `Rendered` requests.
 
 Messages are told apart by the conversation's message ids: the engine hands the session a
 map from each original message object to its turn (the engine first makes every position of
@@ -24,9 +25,9 @@ from operator import add, is_, is_not
 from typing import Any, Mapping, Sequence
 
 from ._checks import Invariants
-from .messages import Message
+from .messages import Message, Rendered
 
-__all__ = ["ProviderSession", "Patch", "CHECKPOINT"]
+__all__ = ["ProviderSession", "Patch", "Sent", "CHECKPOINT"]
 
 CHECKPOINT = 16
 """At most this many edits in a row are kept as patches; the next one is kept whole."""
@@ -257,3 +258,60 @@ class ProviderSession:
             self._tok.append(tok)
             self._syn.append(syn)
             self._org.append(org)
+
+
+class Sent(Sequence[Rendered]):
+    """What each request sent, recorded in O(1): ``(version, tail, length, system)``, the
+    request being ``version``'s messages followed by ``tail[:length]``.
+
+    ``version`` is the rendering the provider session last adopted: the tuple itself, or a
+    `Patch` of the one before. ``tail`` is what was appended
+    since, a list that only grows until the next adoption starts a new one; so consecutive
+    requests share both. A request's `Rendered` is built the first time it is asked for
+    (and kept, so it is the same object every time).
+    """
+
+    __slots__ = ("_at", "_made", "_resolved")
+
+    def __init__(self) -> None:
+        self._at: list[tuple[tuple[Message, ...] | Patch, list[Message], int, str]] = []
+        self._made: dict[int, Rendered] = {}
+        # the last patches resolved, by id (the patch is held so its id stays unique): a
+        # walk over the requests in order resolves each patch from the one before
+        self._resolved: dict[int, tuple[Patch, tuple[Message, ...]]] = {}
+
+    def add(self, version: tuple[Message, ...] | Patch, tail: list[Message], length: int, system: str) -> None:
+        self._at.append((version, tail, length, system))
+
+    def __len__(self) -> int:
+        return len(self._at)
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [self[j] for j in range(len(self._at))[i]]
+        i = range(len(self._at))[i]  # negative indices, and IndexError, as a list has them
+        made = self._made.get(i)
+        if made is None:
+            version, tail, length, system = self._at[i]
+            base = version if isinstance(version, tuple) else self._resolve(version)
+            made = self._made[i] = Rendered(system, base + tuple(tail[:length]) if length else base)
+        return made
+
+    def _resolve(self, patch: Patch) -> tuple[Message, ...]:
+        resolved = self._resolved
+        todo: list[Patch] = []
+        at: tuple[Message, ...] | Patch = patch
+        while isinstance(at, Patch):
+            hit = resolved.get(id(at))
+            if hit is not None and hit[0] is at:
+                at = hit[1]
+                break
+            todo.append(at)
+            at = at.prev
+        messages = at
+        for p in reversed(todo):
+            messages = tuple(p.apply(messages))
+        if len(resolved) >= 8:
+            resolved.pop(next(iter(resolved)), None)
+        resolved[id(patch)] = (patch, messages)
+        return messages

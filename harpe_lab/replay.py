@@ -69,7 +69,7 @@ from itertools import chain
 from typing import Any, Callable, Mapping, Sequence
 
 from ._checks import Invariants
-from ._session import Patch, ProviderSession
+from ._session import ProviderSession, Sent
 from .conversation import Conversation
 from .errors import HarpeLabError, StrategyError
 from .messages import AssistantMessage, Message, Rendered, ToolResults, Usage
@@ -107,63 +107,6 @@ class ReplayEvent:
     turn: int
     kind: str
     event: Any
-
-
-class _Sent(Sequence[Rendered]):
-    """What each request sent, recorded in O(1): ``(version, tail, length, system)``, the
-    request being ``version``'s messages followed by ``tail[:length]``.
-
-    ``version`` is the rendering the provider session last adopted: the tuple itself, or a
-    `Patch` of the one before (see `harpe_lab._session`). ``tail`` is what was appended
-    since, a list that only grows until the next adoption starts a new one; so consecutive
-    requests share both. A request's `Rendered` is built the first time it is asked for
-    (and kept, so it is the same object every time).
-    """
-
-    __slots__ = ("_at", "_made", "_resolved")
-
-    def __init__(self) -> None:
-        self._at: list[tuple[tuple[Message, ...] | Patch, list[Message], int, str]] = []
-        self._made: dict[int, Rendered] = {}
-        # the last patches resolved, by id (the patch is held so its id stays unique): a
-        # walk over the requests in order resolves each patch from the one before
-        self._resolved: dict[int, tuple[Patch, tuple[Message, ...]]] = {}
-
-    def add(self, version: tuple[Message, ...] | Patch, tail: list[Message], length: int, system: str) -> None:
-        self._at.append((version, tail, length, system))
-
-    def __len__(self) -> int:
-        return len(self._at)
-
-    def __getitem__(self, i: Any) -> Any:
-        if isinstance(i, slice):
-            return [self[j] for j in range(len(self._at))[i]]
-        i = range(len(self._at))[i]  # negative indices, and IndexError, as a list has them
-        made = self._made.get(i)
-        if made is None:
-            version, tail, length, system = self._at[i]
-            base = version if isinstance(version, tuple) else self._resolve(version)
-            made = self._made[i] = Rendered(system, base + tuple(tail[:length]) if length else base)
-        return made
-
-    def _resolve(self, patch: Patch) -> tuple[Message, ...]:
-        resolved = self._resolved
-        todo: list[Patch] = []
-        at: tuple[Message, ...] | Patch = patch
-        while isinstance(at, Patch):
-            hit = resolved.get(id(at))
-            if hit is not None and hit[0] is at:
-                at = hit[1]
-                break
-            todo.append(at)
-            at = at.prev
-        messages = at
-        for p in reversed(todo):
-            messages = tuple(p.apply(messages))
-        if len(resolved) >= 8:
-            resolved.pop(next(iter(resolved)), None)
-        resolved[id(patch)] = (patch, messages)
-        return messages
 
 
 class Replay:
@@ -474,7 +417,7 @@ def replay(
     checks = Invariants(strategy, rec.pairs, limit, counter)
     session = ProviderSession(rec.owner, counter.count_message)
     table: list[tuple] = []  # a row per request, turned into columns once at the end
-    requests = _Sent()
+    requests = Sent()
     summaries: list[str] = []
     summarized: dict[str, int] = {}
     fixed_cache: dict[str, int] = {}
