@@ -132,7 +132,7 @@ class ProviderSession:
         """A request went out: the next one shares all of it so far."""
         self.shared = self.length
 
-    def _take(self, new: tuple[Message, ...], places: tuple[int, ...] = (), appended: int = 0) -> None:
+    def _take(self, new: tuple[Message, ...], places: Sequence[int] = (), appended: int = 0) -> None:
         """``new`` is the session now (its sums already are). ``places``: ``new`` is the
         session with stand-ins there, followed by its last ``appended`` messages."""
         old = self.version
@@ -201,7 +201,7 @@ class ProviderSession:
         for m in new[n:]:
             self._push(m)
         if places:
-            self._take(new, tuple(places), len(new) - n)
+            self._take(new, places, len(new) - n)
         else:  # new is the session followed by new[n:]: the session goes on
             self.tail.extend(new[n:])
         return True
