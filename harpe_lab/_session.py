@@ -2,9 +2,10 @@
 rendering a strategy produced plus every message appended since — with running sums, so a
 request costs O(messages added), not O(messages sent).
 
-The session holds that rendering as the strategy's own tuple and what was appended since as
-a list of its own (`base` and `tail`); neither is ever changed in place, only replaced, so a
-recorded request is ``(version, tail, len(tail))`` and no request copies the history. The
+The session holds that rendering as the strategy's own tuple (or, for a `deferred` request,
+the strategy's own list, which only grows past it) and what was appended since as a list of
+its own (`base` and `tail`); neither is ever changed in place, only replaced, so a recorded
+request is ``(version, tail, len(tail))`` and no request copies the history. The
 `version` is the base itself, or, when the base is an edit of the one before (stand-ins
 put in place, as the edit policies do at many requests), a `Patch` of that one: a replay
 then keeps a whole tuple only every `CHECKPOINT` edits, not one per edit, which a replay
@@ -19,13 +20,13 @@ messages here). Messages a strategy made up (a summary message) belong to no tur
 
 from __future__ import annotations
 
-from itertools import compress, islice, repeat
+from itertools import chain, compress, islice, repeat
 from itertools import count as count_from
 from operator import add, is_, is_not
 from typing import Any, Mapping, Sequence
 
 from ._checks import Invariants
-from .messages import Message, Rendered
+from .messages import Message, Rendered, peek
 
 __all__ = ["ProviderSession", "Patch", "Sent", "CHECKPOINT"]
 
@@ -62,12 +63,14 @@ class ProviderSession:
     """The provider session of one replay. ``owner`` maps ``id()`` of each original message
     to its turn; ``count`` prices a message."""
 
-    __slots__ = ("base", "tail", "version", "system", "_tok", "_syn", "_org", "_owner", "_count", "turn_tokens",
-                 "shared")
+    __slots__ = ("base", "_nbase", "tail", "version", "system", "_tok", "_syn", "_org", "_owner", "_count",
+                 "turn_tokens", "shared")
 
     def __init__(self, owner: Mapping[int, int], count: Any) -> None:
-        self.base: tuple[Message, ...] = ()
-        """The last rendering adopted (a strategy's tuple, never copied)."""
+        self.base: Sequence[Message] = ()
+        """The last rendering adopted, its first `_nbase` messages: the strategy's tuple, or
+        the list of a `deferred` request (which its strategy only appends to), never copied."""
+        self._nbase = 0
         self.tail: list[Message] = []
         """The messages appended since; a new list at every adoption."""
         self.version: tuple[Message, ...] | Patch = ()
@@ -86,16 +89,23 @@ class ProviderSession:
 
     @property
     def length(self) -> int:
-        return len(self.base) + len(self.tail)
+        return self._nbase + len(self.tail)
 
     @property
     def messages(self) -> tuple[Message, ...]:
         """The whole session as one tuple (O(messages): for checks and folds, not per request)."""
-        return self.base + tuple(self.tail) if self.tail else self.base
+        base = self.base
+        if type(base) is not tuple or len(base) != self._nbase:
+            base = tuple(base[: self._nbase])
+        return base + tuple(self.tail) if self.tail else base
+
+    def ids(self) -> set[int]:
+        """``id()`` of every message in the session."""
+        return set(map(id, chain(islice(self.base, self._nbase), self.tail)))
 
     def _at(self, k: int) -> Message:
-        base = self.base
-        return base[k] if k < len(base) else self.tail[k - len(base)]
+        n = self._nbase
+        return self.base[k] if k < n else self.tail[k - n]
 
     @property
     def tokens(self) -> int:
@@ -132,27 +142,35 @@ class ProviderSession:
         """A request went out: the next one shares all of it so far."""
         self.shared = self.length
 
-    def _take(self, new: tuple[Message, ...], places: Sequence[int] = (), appended: int = 0) -> None:
-        """``new`` is the session now (its sums already are). ``places``: ``new`` is the
-        session with stand-ins there, followed by its last ``appended`` messages."""
+    def _take(self, new: Sequence[Message], places: Sequence[int] = (), appended: int = 0,
+              rendered: Rendered | None = None) -> None:
+        """``new`` is the session now (its sums already are): a tuple, or ``rendered``'s
+        list (`peek`). ``places``: ``new`` is the session with stand-ins there, followed by
+        its last ``appended`` messages."""
         old = self.version
+        n = len(new)
         if places and (not isinstance(old, Patch) or old.depth < CHECKPOINT):
-            self.version = Patch(old, self.tail, tuple((p, new[p]) for p in places), new[len(new) - appended :])
-        else:
-            self.version = new
-        self.base = new
+            self.version = Patch(old, self.tail, tuple((p, new[p]) for p in places), tuple(new[n - appended :]))
+        else:  # a checkpoint: the tuple itself
+            self.version = new if rendered is None else rendered.messages
+        self.base, self._nbase = new, n
         self.tail = []  # recorded requests still refer to the old tail
 
-    def adopt(self, system: str, new: tuple[Message, ...], turn: int, i: int, checks: Invariants,
+    def adopt(self, rendered: Rendered, turn: int, i: int, checks: Invariants,
               edits: tuple[int, ...] | None = None) -> None:
-        """Make the rendering ``(system, new)`` the session, reusing the sums of the part it
-        shares with the old one, and check the invariants on what is new. ``edits`` is the
-        strategy's `Compaction.edits`: when given, ``new`` is the session followed by what
-        was appended since, except at those positions, and nothing else is compared."""
+        """Make the request ``rendered`` the session, reusing the sums of the part it shares
+        with the old one, and check the invariants on what is new. ``edits`` is the
+        strategy's `Compaction.edits`: when given, the request is the session followed by
+        what was appended since, except at those positions, and nothing else is compared
+        (nor, when the strategy defers it, is the request's tuple built)."""
+        new = peek(rendered)
         checks.not_empty(new, i)
-        if edits is None or not self._edit(new, i, checks, edits):
+        if edits is None or not self._edit(new, rendered, i, checks, edits):
+            new = rendered.messages
+            if not isinstance(new, tuple):  # a strategy's own request type
+                new = tuple(new)
             self._rebuild(new, i, checks)
-        self.system = system
+        self.system = rendered.system
         count, owner_of = self._count, self._owner.get
         trailing = 0
         for m in reversed(new):
@@ -161,9 +179,12 @@ class ProviderSession:
             trailing += count(m)
         self.turn_tokens = trailing
 
-    def _edit(self, new: tuple[Message, ...], i: int, checks: Invariants, edits: tuple[int, ...]) -> bool:
+    def _edit(self, new: Sequence[Message], rendered: Rendered, i: int, checks: Invariants,
+              edits: tuple[int, ...]) -> bool:
         """Apply a strategy's promised edits in O(edits + appended + messages after the
-        first edit); False (nothing changed) when the promise is visibly broken at its ends."""
+        first edit); False (nothing changed) when the promise is visibly broken at its ends.
+        ``new`` is ``rendered``'s messages, read (`peek`): the session may keep it as its
+        base, but builds the tuple only for a checkpoint."""
         at = self._at
         n = self.length
         if len(new) < n or (n and (n - 1) not in edits and new[n - 1] is not at(n - 1)):
@@ -201,7 +222,7 @@ class ProviderSession:
         for m in new[n:]:
             self._push(m)
         if places:
-            self._take(new, places, len(new) - n)
+            self._take(new, places, len(new) - n, rendered)
         else:  # new is the session followed by new[n:]: the session goes on
             self.tail.extend(new[n:])
         return True

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Iterable, Mapping, Union
+from typing import Any, ClassVar, Iterable, Mapping, Sequence, Union
 
 __all__ = [
     "Attachment",
@@ -26,6 +26,8 @@ __all__ = [
     "ToolResults",
     "Message",
     "Rendered",
+    "deferred",
+    "peek",
     "Usage",
     "to_openai",
     "from_openai",
@@ -117,13 +119,69 @@ Message = Union[UserInput, AssistantMessage, ToolResults]
 
 @dataclass(frozen=True)
 class Rendered:
-    """One model request as a context renders it: a system prompt and the messages."""
+    """One model request as a context renders it: a system prompt and the messages.
+
+    ``messages`` is always a tuple. A strategy that sends its whole history may hand out a
+    request whose tuple is built the first time ``messages`` is read (`deferred`): a replay
+    reads only what a request appended, and building the tuple of a long history at every
+    request would cost more than the rest of the request."""
 
     system: str
     messages: tuple[Message, ...] = ()
 
     def __post_init__(self) -> None:
         _tuple(self, "messages", self.messages)
+
+
+class _Deferred(Rendered):
+    """A `Rendered` whose messages are the first ``length`` of a list its strategy only
+    appends to (it replaces the list, never changes it in place): the tuple is built when
+    first read. It compares, hashes, prints, copies and pickles as the `Rendered` it is."""
+
+    def _messages(self) -> tuple[Message, ...]:
+        d = self.__dict__
+        built = d.get("_built")
+        if built is None:
+            items, length = d.pop("_source")
+            built = d["_built"] = tuple(items) if len(items) == length else tuple(items[:length])
+        return built
+
+    def _set_messages(self, value: tuple[Message, ...]) -> None:
+        # only the dataclass's __init__ gets here (dataclasses.replace); the instance is frozen
+        self.__dict__["_built"] = value
+
+    messages = property(_messages, _set_messages)  # type: ignore[assignment]
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Rendered):
+            return self.system == other.system and self.messages == other.messages
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.system, self.messages))
+
+    def __repr__(self) -> str:
+        return f"Rendered(system={self.system!r}, messages={self.messages!r})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return Rendered, (self.system, self.messages)
+
+
+def deferred(system: str, items: list[Message], length: int | None = None) -> Rendered:
+    """The request ``Rendered(system, tuple(items[:length]))`` (``length``: all of them), its
+    tuple built when first read. ``items`` must only ever be appended to from now on."""
+    r = object.__new__(_Deferred)
+    r.__dict__.update(system=system, _source=(items, len(items) if length is None else length))
+    return r
+
+
+def peek(rendered: Rendered) -> Sequence[Message]:
+    """The request's messages without building a deferred request's tuple: the strategy's
+    own list, when it holds exactly them still (read it, never keep or change it)."""
+    source = getattr(rendered, "__dict__", {}).get("_source")
+    if source is not None and len(source[0]) == source[1]:
+        return source[0]
+    return rendered.messages
 
 
 @dataclass(frozen=True)

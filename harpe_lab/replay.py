@@ -65,7 +65,6 @@ import copy
 import math
 import warnings
 from dataclasses import dataclass
-from itertools import chain
 from typing import Any, Callable, Mapping, Sequence
 
 from ._checks import Invariants
@@ -435,7 +434,7 @@ def replay(
 
     def mark_summarized(t: int, i: int) -> None:
         nonlocal unsummarized, marked_upto
-        now = set(map(id, chain(session.base, session.tail)))
+        now = session.ids()
         for msgs in rec.turns[marked_upto : t + 1]:
             unsummarized.extend((id(m), rec.ids[id(m)]) for m in msgs)
         marked_upto = max(marked_upto, t + 1)
@@ -458,7 +457,7 @@ def replay(
         ctx.begin_turn(msgs[0])
         available += 1
         first = ctx.compact()
-        session.adopt(first.rendered.system, tuple(first.rendered.messages), t, request, checks, first.edits)
+        session.adopt(first.rendered, t, request, checks, first.edits)
         usage = turn.usage
         times = turn.metadata.get("request_times") or ()
         resets = turn.metadata.get("cache_resets") or ()
@@ -529,7 +528,7 @@ def replay(
             if after and step + 1 < len(rounds):
                 n = ctx.compact()
                 if n.compacted:
-                    session.adopt(n.rendered.system, tuple(n.rendered.messages), t, request, checks, n.edits)
+                    session.adopt(n.rendered, t, request, checks, n.edits)
         if turn.outcome == "answered":
             ctx.commit_turn()
         else:

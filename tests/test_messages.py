@@ -18,7 +18,9 @@ from harpe_lab.messages import (
     ToolResults,
     Usage,
     UserInput,
+    deferred,
     from_openai,
+    peek,
     strip_harpe_keys,
     to_openai,
 )
@@ -126,6 +128,45 @@ class TestRecords:
     def test_equal_messages_compare_equal_by_value(self):
         assert UserInput("hi", [_att()]) == UserInput("hi", (_att(),))
         assert UserInput("hi", pinned=True) != UserInput("hi")
+
+
+class TestDeferredRequest:
+    """A strategy may hand out a request whose tuple is built when first read (`deferred`):
+    to a user it is the `Rendered` it stands for, whatever the strategy does next."""
+
+    def _pair(self):
+        items = [UserInput("hi"), AssistantMessage("ok"), UserInput("more")]
+        return items, deferred("sys", items, 2), Rendered("sys", tuple(items[:2]))
+
+    def test_it_is_the_request_it_stands_for(self):
+        import copy
+        import pickle
+
+        items, lazy, plain = self._pair()
+        items.append(UserInput("later"))  # the strategy goes on appending to its list
+        assert lazy == plain and plain == lazy and not (lazy != plain)
+        assert hash(lazy) == hash(plain) and len({lazy, plain}) == 1
+        assert type(lazy.messages) is tuple and lazy.messages == plain.messages
+        assert repr(lazy) == repr(plain)
+        assert lazy != Rendered("sys", tuple(items)) and lazy != Rendered("other", plain.messages)
+        for back in (pickle.loads(pickle.dumps(lazy)), copy.copy(lazy), copy.deepcopy(lazy)):
+            assert type(back) is Rendered and back == plain
+        assert dataclasses.replace(lazy, system="s2") == Rendered("s2", plain.messages)
+        assert dataclasses.asdict(lazy) == dataclasses.asdict(plain)
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            lazy.messages = ()  # type: ignore[misc]
+
+    def test_the_tuple_is_built_once_and_kept(self):
+        items, lazy, _ = self._pair()
+        first = lazy.messages
+        items.append(UserInput("later"))
+        assert lazy.messages is first
+
+    def test_peek_reads_the_list_while_it_holds_exactly_the_request(self):
+        items, lazy, plain = self._pair()
+        assert list(peek(lazy)) == list(plain.messages)
+        assert peek(deferred("sys", items)) is items  # nothing copied
+        assert peek(plain) is plain.messages
 
 
 class TestToOpenai:

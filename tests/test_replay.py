@@ -455,3 +455,38 @@ class TestWhatWasSent:
         back = pickle.loads(pickle.dumps(r))  # sweeps send replays between processes
         for i in range(len(r)):
             assert r.rendered(i) == rendered[i] == back.rendered(i), f"request {i}"
+
+    @pytest.mark.parametrize("name", ["full", "masking", "claude-code"])
+    def test_the_engine_builds_a_request_tuple_only_for_a_checkpoint(self, name):
+        # a long session's requests are read for what they appended, and the rest of the
+        # request is the one before: building each whole would cost O(history) a request
+        from harpe_lab.datasets import synthesize
+        from harpe_lab.presets import make_strategy
+        from harpe_lab.tokens import TiktokenCounter
+
+        conversation = synthesize(120, seed=3)
+        counter = TiktokenCounter()
+        factory = make_strategy(name, budget=8_000, counter=counter, system=conversation.system)
+        out = []
+
+        def recording():
+            ctx = factory()
+            compact = ctx.compact
+
+            def on_compact():
+                out.append(compact())
+                return out[-1]
+
+            ctx.compact = on_compact
+            return ctx
+
+        replay(conversation, recording, counter=counter, name=name)
+        from harpe_lab._session import CHECKPOINT
+
+        grew = [c.rendered for c in out[1:] if c.edits == ()]  # the first is compared with nothing
+        assert len(grew) > len(out) / 2
+        assert not [r for r in grew if "_built" in vars(r)]
+        # an edited one is kept as a patch of the one before: built only for a checkpoint
+        edited = [c.rendered for c in out[1:] if c.edits]
+        assert len([r for r in edited if "_built" in vars(r)]) <= len(edited) // CHECKPOINT + 1
+        assert name != "masking" or len(edited) > 2 * CHECKPOINT

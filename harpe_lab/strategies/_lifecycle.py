@@ -45,7 +45,7 @@ class PolicyLifecycle:
         # turn starts (an abort replaces it), so a turn start costs O(1), not a copy.
         self._marked = (start, len(start))
         self._turn_input: UserInput | None = None
-        self._sent: tuple[Message, ...] = ()
+        self._sent = Rendered(base_system)  # the last request
         self._since: list[Message] = list(start)
         self._aborted = False  # an abort since the last request
 
@@ -71,23 +71,24 @@ class PolicyLifecycle:
     def _added(self, message: Message) -> None:
         """Called before ``message`` is stored."""
 
-    def _request(self, messages: tuple[Message, ...], edits: tuple[int, ...] | None = None) -> Compaction:
-        """The request carrying ``messages``: compacted unless it is the previous request
-        followed by exactly the messages appended since. ``edits``: a subclass that knows
-        the places where ``messages`` differs from those (`Compaction.edits`) passes them,
-        and nothing is compared."""
+    def _request(self, messages: tuple[Message, ...] | Rendered, edits: tuple[int, ...] | None = None) -> Compaction:
+        """The request carrying ``messages`` (or the request itself, when a subclass defers
+        building its tuple): compacted unless it is the previous request followed by
+        exactly the messages appended since. ``edits``: a subclass that knows the places
+        where ``messages`` differs from those (`Compaction.edits`) passes them, and nothing
+        is compared."""
+        rendered = messages if isinstance(messages, Rendered) else Rendered(self.base_system, messages)
         if edits is None:
-            continues = len(messages) == len(self._sent) + len(self._since) and all(
-                map(is_, messages, chain(self._sent, self._since))
-            )
+            now, sent = rendered.messages, self._sent.messages
+            continues = len(now) == len(sent) + len(self._since) and all(map(is_, now, chain(sent, self._since)))
             if continues:
                 edits = ()
         else:
             continues = not edits
         if self._aborted:  # what the aborted turn appended is gone: no promise this time
             edits, self._aborted = None, False
-        self._sent, self._since = messages, []
-        return Compaction(Rendered(self.base_system, messages), not continues, edits)
+        self._sent, self._since = rendered, []
+        return Compaction(rendered, not continues, edits)
 
     def observe(self, usage: Usage) -> None:
         pass

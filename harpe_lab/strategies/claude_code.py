@@ -49,7 +49,7 @@ from typing import Callable
 
 from .._text import CHARS_PER_TOKEN, message_chars
 from ..errors import StrategyError
-from ..messages import AssistantMessage, Message, Rendered, Usage, UserInput
+from ..messages import AssistantMessage, Message, Rendered, Usage, UserInput, deferred
 from ..protocol import Compaction, ContextCompacted, Distill, EventHub, Limit, MeteredDistill
 from .harpe import distill_request
 from ._validate import check_int
@@ -185,6 +185,7 @@ class AutoCompactContext:
         self._fresh = False  # nothing appended since the last compaction
         self._marked: tuple = ([], 0, None, 0, "", False)
         self._turn_input: UserInput | None = None
+        self._continues = True  # the list only grew since the last request (no abort)
 
     @property
     def limit(self) -> Limit:
@@ -244,7 +245,11 @@ class AutoCompactContext:
         count = self.tokens
         # right after a compaction nothing is left to fold but the summary itself
         compacted = count >= self.config.threshold and not self._fresh and self._compact(count)
-        return Compaction(Rendered(self.base_system, tuple(self._transcript)), compacted)
+        # unless a compaction or an abort replaced the list, the request is the last one
+        # followed by what was appended since; its tuple is built only when read
+        edits = () if self._continues and not compacted else None
+        self._continues = True
+        return Compaction(deferred(self.base_system, self._transcript), compacted, edits)
 
     def _compact(self, count: int) -> bool:
         folded = self._transcript
@@ -270,6 +275,7 @@ class AutoCompactContext:
     def abort_turn(self) -> None:
         transcript, length, self._reported, self._since, self._summary, self._fresh = self._marked
         self._transcript = transcript[:length]
+        self._continues = False
         if self._turn_input is not None:  # an aborted turn keeps its input, as Harpe's contexts do
             self.append(self._turn_input)
         self._turn_input = None

@@ -36,7 +36,7 @@ from operator import is_
 from typing import Any, Callable, Iterable, Sequence
 
 from ..errors import StrategyError
-from ..messages import AssistantMessage, Message, ToolResults
+from ..messages import AssistantMessage, Message, Rendered, ToolResults, deferred
 from ..protocol import Compaction, Limit
 from ._lifecycle import PolicyLifecycle
 
@@ -91,10 +91,10 @@ class EditContext(PolicyLifecycle):
         self._standins: dict[int, tuple[Message, Message]] = {}
         make = getattr(policy, "incremental", None)
         self._make_editor: Callable[[], Any] | None = make if callable(make) else None
-        # (the `_source` objects, the edited messages' count, the editor, the last output as
-        # a list and as rendered):
+        # (the `_source` objects, the edited messages' count, the editor, the last output
+        # list and the request made of it):
         # while the source objects are the same, the edited messages only grew
-        self._last: tuple[tuple[object, ...], int, Any, list[Message], tuple[Message, ...]] | None = None
+        self._last: tuple[tuple[object, ...], int, Any, list[Message], Rendered] | None = None
         # id(original) -> (original, the editor's decision, its stand-in)
         self._decided: dict[int, tuple[Message, object, Message]] = {}
 
@@ -119,7 +119,7 @@ class EditContext(PolicyLifecycle):
     def render(self) -> tuple[Message, ...]:
         """What the next request carries (the policy applied, stand-ins made stable)."""
         if self._make_editor is not None:
-            return self._render_incremental()[0]
+            return self._render_incremental()[0].messages
         return self._render_whole()
 
     def _render_whole(self) -> tuple[Message, ...]:
@@ -131,11 +131,13 @@ class EditContext(PolicyLifecycle):
                 out[k] = self._stable(self._standins, m, o)
         return tuple(out)
 
-    def _render_incremental(self) -> tuple[tuple[Message, ...], tuple[int, ...] | None]:
+    def _render_incremental(self) -> tuple[Rendered, tuple[int, ...] | None]:
         # The policy's editor is told which messages are new and answers with the places
         # whose decision changed, so a request costs what moved, not the history. Stand-ins
         # are built once per (original, decision): the same object goes out again, as
-        # `_stable` makes it for a policy without an editor.
+        # `_stable` makes it for a policy without an editor. The request is the output list
+        # itself (`deferred`), so the list is only appended to: a stand-in put where an
+        # earlier request reads goes into a copy.
         seq = self._edited()
         source = self._source()
         last = self._last
@@ -146,18 +148,21 @@ class EditContext(PolicyLifecycle):
             editor, start, out = self._make_editor(), 0, []  # type: ignore[misc]
             if editor is None:  # the policy has no editor for this configuration
                 self._make_editor = None
-                return self._render_whole(), None
+                return Rendered(self.base_system, self._render_whole()), None
         out.extend(seq[start:])
         # the places where the request differs from the last render followed by the messages
         # appended since: out holds exactly that before the editor's answers go in
         edits = set()
+        shared = start > 0
         for k, decision in editor.extend(seq, start):
             m = seq[k]
             new = m if decision is None else self._standin(editor, m, decision)
             if new is not out[k]:
+                if shared and k < start:
+                    out, shared = list(out), False
                 edits.add(k)
-            out[k] = new
-        rendered = tuple(out)
+                out[k] = new
+        rendered = deferred(self.base_system, out)
         self._last = (source, len(seq), editor, out, rendered)
         return rendered, (tuple(sorted(edits)) if grew else None)
 

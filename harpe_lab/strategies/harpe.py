@@ -18,7 +18,7 @@ from typing import Callable, Iterable, Sequence
 
 from .._text import CHARS_PER_TOKEN, message_chars, truncate, turn_groups
 from ..errors import StrategyError
-from ..messages import AssistantMessage, Message, Rendered, Usage, UserInput
+from ..messages import AssistantMessage, Message, Rendered, Usage, UserInput, deferred
 from ..protocol import Compaction, Context, ContextCompacted, Distill, EventHub, Limit, MeteredDistill
 
 __all__ = [
@@ -104,7 +104,9 @@ class _TranscriptContext:
         is the previous request followed by the messages appended since (`Compaction.edits`)."""
         edits = () if self._continues and not compacted else None
         self._continues = True
-        return Compaction(Rendered(system, tuple(self._transcript)), compacted, edits)
+        # the list itself, its tuple built only when read: appends extend it past the
+        # request's length, and an abort or a fold replaces it
+        return Compaction(deferred(system, self._transcript), compacted, edits)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({len(self._transcript)} messages)"

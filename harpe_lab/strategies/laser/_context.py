@@ -39,7 +39,7 @@ class PolicyContext(PolicyLifecycle):
         if ids is not None and len(ids) < n:
             raise StrategyError(f"ids must name every message: {n} messages but {len(ids)} ids")
         estimator = BytesCounter() if estimator is None else estimator
-        tokens = sum(int(estimator.count(message_text(m))) for m in self._sent)
+        tokens = sum(int(estimator.count(message_text(m))) for m in self._sent.messages)
         return _manifest(n, kept, tokens, ids, self.policy)
 
     def compact(self) -> Compaction:
