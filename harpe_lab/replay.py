@@ -65,6 +65,7 @@ import copy
 import math
 import warnings
 from dataclasses import dataclass
+from itertools import chain, count, repeat
 from typing import Any, Callable, Mapping, Sequence
 
 from ._checks import Invariants
@@ -294,24 +295,30 @@ class _Recording:
     __slots__ = ("turns", "ids", "owner", "pairs")
 
     def __init__(self, conversation: Conversation) -> None:
-        seen: set[int] = set()
-        self.turns: list[tuple[Message, ...]] = []
-        self.ids: dict[int, str] = {}
-        self.owner: dict[int, int] = {}
+        self.turns: list[tuple[Message, ...]] = [turn.all_messages for turn in conversation.turns]
+        everything = list(chain.from_iterable(self.turns))
+        keys = list(map(id, everything))
+        if len(set(keys)) < len(keys):  # an object in two places: copy it where it comes again
+            seen: set[int] = set()
+            for t, msgs in enumerate(self.turns):
+                fresh = []
+                for m in msgs:
+                    if id(m) in seen:
+                        m = copy.copy(m)
+                    seen.add(id(m))
+                    fresh.append(m)
+                self.turns[t] = tuple(fresh)
+            everything = list(chain.from_iterable(self.turns))
+            keys = list(map(id, everything))
+        self.ids: dict[int, str] = dict(zip(keys, chain.from_iterable(turn.ids for turn in conversation.turns)))
+        self.owner: dict[int, int] = dict(
+            zip(keys, chain.from_iterable(map(repeat, count(), map(len, self.turns)))))
+        # a reply with calls and the results right after it (a turn starts with its input,
+        # so no pair crosses turns)
         self.pairs: dict[int, tuple[Message, Message]] = {}
-        for t, turn in enumerate(conversation.turns):
-            msgs = []
-            for m, mid in zip(turn.all_messages, turn.ids):
-                if id(m) in seen:
-                    m = copy.copy(m)
-                seen.add(id(m))
-                msgs.append(m)
-                self.ids[id(m)] = mid
-                self.owner[id(m)] = t
-            for k, m in enumerate(msgs[:-1]):
-                if isinstance(m, AssistantMessage) and m.calls and isinstance(msgs[k + 1], ToolResults):
-                    self.pairs[id(m)] = self.pairs[id(msgs[k + 1])] = (m, msgs[k + 1])
-            self.turns.append(tuple(msgs))
+        for m, after in zip(everything, everything[1:]):
+            if isinstance(after, ToolResults) and isinstance(m, AssistantMessage) and m.calls:
+                self.pairs[id(m)] = self.pairs[id(after)] = (m, after)
 
 
 class _Listener:

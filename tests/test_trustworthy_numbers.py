@@ -159,6 +159,14 @@ class TestReusedMessageObjects:
         assert sum(v == "dropped" for v in kept.values()) == 8
         assert len(rp.sent_ids(len(rp) - 1)) == len(set(rp.sent_ids(len(rp) - 1)))
 
+    def test_a_round_object_reused_within_a_turn(self):
+        call, results = _call("c1"), _results("c1", "x" * 50)
+        c = Conversation((_turn("twice", call, results, call, results, AssistantMessage("done")),))
+        rp = replay(c, lambda: FullContext(""), counter=COUNTER)
+        assert rp.sent_ids(len(rp) - 1) == ["0.0", "0.1", "0.2", "0.3", "0.4"]
+        assert rp.requests["messages_sent"].tolist() == [1, 3, 5]
+        assert not rp.requests["compacted"].any()
+
     def test_equal_messages_in_a_row(self):
         c = Conversation((_turn("same", AssistantMessage("ok")), _turn("same", AssistantMessage("ok"))))
         rp = replay(c, lambda: FullContext(""), counter=COUNTER)
