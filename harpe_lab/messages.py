@@ -142,8 +142,12 @@ class _Deferred(Rendered):
         d = self.__dict__
         built = d.get("_built")
         if built is None:
-            items, length = d.pop("_source")
+            source = d.get("_source")
+            if source is None:  # another thread built it just now
+                return d["_built"]
+            items, length = source
             built = d["_built"] = tuple(items) if len(items) == length else tuple(items[:length])
+            d.pop("_source", None)  # the strategy's list is not held any longer than it
         return built
 
     def _set_messages(self, value: tuple[Message, ...]) -> None:
