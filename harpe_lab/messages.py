@@ -171,11 +171,11 @@ class _Deferred(Rendered):
         return Rendered, (self.system, self.messages)
 
 
-def deferred(system: str, items: list[Message], length: int | None = None) -> Rendered:
-    """The request ``Rendered(system, tuple(items[:length]))`` (``length``: all of them), its
+def deferred(system: str, items: list[Message]) -> Rendered:
+    """The request ``Rendered(system, tuple(items))`` with ``items`` as they are now, its
     tuple built when first read. ``items`` must only ever be appended to from now on."""
     r = object.__new__(_Deferred)
-    r.__dict__.update(system=system, _source=(items, len(items) if length is None else length))
+    r.__dict__.update(system=system, _source=(items, len(items)))
     return r
 
 

@@ -135,15 +135,16 @@ class TestDeferredRequest:
     to a user it is the `Rendered` it stands for, whatever the strategy does next."""
 
     def _pair(self):
-        items = [UserInput("hi"), AssistantMessage("ok"), UserInput("more")]
-        return items, deferred("sys", items, 2), Rendered("sys", tuple(items[:2]))
+        items = [UserInput("hi"), AssistantMessage("ok")]
+        lazy = deferred("sys", items)
+        items.append(UserInput("more"))  # the strategy goes on appending to its list
+        return items, lazy, Rendered("sys", tuple(items[:2]))
 
     def test_it_is_the_request_it_stands_for(self):
         import copy
         import pickle
 
         items, lazy, plain = self._pair()
-        items.append(UserInput("later"))  # the strategy goes on appending to its list
         assert lazy == plain and plain == lazy and not (lazy != plain)
         assert hash(lazy) == hash(plain) and len({lazy, plain}) == 1
         assert type(lazy.messages) is tuple and lazy.messages == plain.messages
