@@ -95,7 +95,7 @@ class ProviderSession:
     def messages(self) -> tuple[Message, ...]:
         """The whole session as one tuple (O(messages): for checks and folds, not per request)."""
         base = self.base
-        if type(base) is not tuple or len(base) != self._nbase:
+        if type(base) is not tuple:  # a deferred request's list, which may have grown since
             base = tuple(base[: self._nbase])
         return base + tuple(self.tail) if self.tail else base
 

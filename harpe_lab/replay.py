@@ -292,7 +292,7 @@ class _Recording:
     """The conversation as the engine replays it: every message position a distinct object
     (a message object reused in two places is copied), with its id, turn and tool pair."""
 
-    __slots__ = ("turns", "ids", "owner", "pairs")
+    __slots__ = ("turns", "messages", "ids", "owner", "pairs")
 
     def __init__(self, conversation: Conversation) -> None:
         self.turns: list[tuple[Message, ...]] = [turn.all_messages for turn in conversation.turns]
@@ -310,6 +310,8 @@ class _Recording:
                 self.turns[t] = tuple(fresh)
             everything = list(chain.from_iterable(self.turns))
             keys = list(map(id, everything))
+        self.messages = everything
+        """Every message position, in order."""
         self.ids: dict[int, str] = dict(zip(keys, chain.from_iterable(turn.ids for turn in conversation.turns)))
         self.owner: dict[int, int] = dict(
             zip(keys, chain.from_iterable(map(repeat, count(), map(len, self.turns)))))
@@ -419,7 +421,7 @@ def replay(
     rec = _Recording(conversation)
     prime = getattr(counter, "prime", None)
     if callable(prime):  # a harpe_lab counter: every message is counted anyway, faster up front
-        prime([m for msgs in rec.turns for m in msgs])
+        prime(rec.messages)
     checks = Invariants(strategy, rec.pairs, limit, counter)
     session = ProviderSession(rec.owner, counter.count_message)
     table: list[tuple] = []  # a row per request, turned into columns once at the end
