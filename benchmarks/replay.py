@@ -25,8 +25,10 @@ offline, is reported beside (goal: ≤ 3× the floor).
 
 For every preset that misses a goal, a **remains** row says what is left once counting is
 paid: the same replay with the counter's caches already full (the engine's and the
-strategy's own Python), its N-to-2N ratio, the part of it the cyclic garbage collector
-takes, and the four functions with the most own time in a cProfile of it.
+strategy's own Python); how much of that the engine alone costs (the preset's requests,
+recorded once, played back to the engine with no strategy work: `_Recorder`, `_Playback`),
+so the rest is the strategy's; its N-to-2N ratio, the part of it the cyclic garbage
+collector takes, and the four functions with the most own time in a cProfile of it.
 
     .venv/bin/python -m benchmarks.replay [--tokens 1000000] [--reps 5] [--quick] [--strategies full,chain]
 """
@@ -260,6 +262,161 @@ def run(
     return rows
 
 
+class _Recorder:
+    """A strategy seen by the engine as itself, recording what it hands out for `_Playback`:
+    every compaction, the summary after it, and the events of each lifecycle call. A
+    deferred request is recorded as what changed from the one before (the messages
+    appended; for a new list, the stand-ins where it differs from the last one), so the
+    record holds O(what moved) per request, not the strategy's lists: a record that held
+    them would make every garbage collection during the timed playback walk them all."""
+
+    def __init__(self, ctx: Any) -> None:
+        from harpe_lab.protocol import DeclaresLimit, HoldsSummary, ReportsEvents
+
+        self.ctx, self.calls, self.sink = ctx, 0, None
+        self.limit = ctx.limit if isinstance(ctx, DeclaresLimit) else None
+        self.base_system = ctx.base_system if isinstance(ctx, HoldsSummary) else None
+        self.compactions: list[tuple[Any, ...]] = []
+        self.events: dict[int, list[object]] = {}  # lifecycle call -> the events during it
+        self._list: list[Any] | None = None  # the last deferred request's list, and its length then
+        self._length = 0
+        if isinstance(ctx, ReportsEvents):
+            ctx.subscribe(self._event)
+
+    def _event(self, event: object) -> None:
+        self.events.setdefault(self.calls, []).append(event)
+        if self.sink is not None:
+            self.sink(event)
+
+    def subscribe(self, sink: Callable[[object], None]) -> None:
+        self.sink = sink
+
+    def _call(self, method: str, *args: Any) -> Any:
+        self.calls += 1
+        return getattr(self.ctx, method)(*args)
+
+    def begin_turn(self, message: Any) -> None:
+        self._call("begin_turn", message)
+
+    def append(self, message: Any) -> None:
+        self._call("append", message)
+
+    def observe(self, usage: Any) -> None:
+        self._call("observe", usage)
+
+    def commit_turn(self) -> None:
+        self._call("commit_turn")
+
+    def abort_turn(self) -> None:
+        self._call("abort_turn")
+
+    def compact(self) -> Any:
+        from itertools import compress
+        from operator import is_not
+
+        c = self._call("compact")
+        summary = getattr(self.ctx, "summary", "")
+        source = vars(c.rendered).get("_source")  # a deferred request
+        if source is None:
+            self.compactions.append((c, summary))
+            return c
+        items, length = source
+        if items is self._list:  # the same list, grown
+            keep, places = -1, ()
+            start = self._length
+        else:  # a new list: the last one's first `keep` messages with stand-ins, then more
+            old = self._list or []
+            keep = start = min(self._length, length)
+            places = tuple((p, items[p]) for p in compress(range(keep), map(is_not, items[:keep], old[:keep])))
+        self._list, self._length = items, length
+        self.compactions.append((c.rendered.system, c.compacted, c.edits, keep, places, items[start:length], summary))
+        return c
+
+
+class _Playback:
+    """What a `_Recorder` saw, handed back to the engine at the same calls with no strategy
+    work: a replay under it costs what the engine spends on that preset's requests. A
+    deferred request is deferred again, over a list that changes as the strategy's did."""
+
+    def __init__(self, recorder: _Recorder) -> None:
+        from harpe_lab.messages import deferred
+        from harpe_lab.protocol import Compaction
+
+        self._deferred, self._compaction = deferred, Compaction
+        self._compactions, self._events = recorder.compactions, recorder.events
+        self.limit = recorder.limit
+        self._k = self._calls = 0
+        self._sink: Callable[[object], None] | None = None
+        self._list: list[Any] = []
+        self._summary = ""
+
+    def subscribe(self, sink: Callable[[object], None]) -> None:
+        self._sink = sink
+
+    def _call(self) -> None:
+        self._calls += 1
+        for event in self._events.get(self._calls, ()):
+            self._sink(event)  # type: ignore[misc]
+
+    def begin_turn(self, message: Any) -> None:
+        self._call()
+
+    def append(self, message: Any) -> None:
+        self._call()
+
+    def observe(self, usage: Any) -> None:
+        self._call()
+
+    def commit_turn(self) -> None:
+        self._call()
+
+    def abort_turn(self) -> None:
+        self._call()
+
+    def compact(self) -> Any:
+        self._call()
+        record = self._compactions[self._k]
+        self._k += 1
+        if len(record) == 2:
+            c, self._summary = record
+            return c
+        system, compacted, edits, keep, places, appended, self._summary = record
+        if keep >= 0:
+            self._list = self._list[:keep]
+            for p, m in places:
+                self._list[p] = m
+        self._list += appended
+        return self._compaction(self._deferred(system, self._list), compacted, edits)
+
+
+class _PlaybackWithSummary(_Playback):
+    def __init__(self, recorder: _Recorder) -> None:
+        super().__init__(recorder)
+        self.base_system = recorder.base_system
+
+    @property
+    def summary(self) -> str:
+        return self._summary
+
+
+class _RecorderWithSummary(_Recorder):
+    @property
+    def summary(self) -> str:
+        return self.ctx.summary
+
+
+def _recorder(ctx: Any) -> _Recorder:
+    """A `_Recorder` of ``ctx`` that the engine sees as holding a summary exactly when
+    ``ctx`` does (the frame's summary columns depend on it)."""
+    from harpe_lab.protocol import HoldsSummary
+
+    return (_RecorderWithSummary if isinstance(ctx, HoldsSummary) else _Recorder)(ctx)
+
+
+def _playback(recorder: _Recorder) -> _Playback:
+    return (_Playback if recorder.base_system is None else _PlaybackWithSummary)(recorder)
+
+
 def _collector_seconds(run: Callable[[], Any]) -> float:
     """Wall time CPython's cyclic garbage collector spends during ``run()``: the requests a
     replay keeps are tuples of messages, which each collection of their generation walks."""
@@ -300,10 +457,23 @@ def _remains(big: Any, small: Any, name: str, budget: int, cold: float, floor_s:
         factory = make_strategy(name, budget=budget, counter=counter, system=conversation.system, distill=distill)
         return replay(conversation, factory, counter=counter, name=name)
 
-    go(big)
+    reference = go(big).requests
     go(small)
-    timings = interleaved({"2N": lambda: lambda: go(big), "N": lambda: lambda: go(small)}, reps)
-    warm2, warm1 = timings.median("2N"), timings.median("N")
+    distill = _CachedDistiller() if _distills(name) and not extractive else None
+    recorder = _recorder(make_strategy(name, budget=budget, counter=counter, system=big.system, distill=distill)())
+    replay(big, lambda: recorder, counter=counter, name=name)
+
+    def engine() -> Callable[[], Any]:
+        playback = _playback(recorder)
+        return lambda: replay(big, lambda: playback, counter=counter, name=name)
+
+    def check(case: str, result: Any) -> None:
+        if case != "N" and not result.requests.equals(reference):
+            raise AssertionError(f"{name} {case}: a warm replay's request frame differs from the reference replay's")
+
+    timings = interleaved({"2N": lambda: lambda: go(big), "N": lambda: lambda: go(small), "engine": engine}, reps,
+                          check=check)
+    warm2, warm1, engine_s = timings.median("2N"), timings.median("N"), timings.median("engine")
     collected = _collector_seconds(lambda: go(big))
     profiler = cProfile.Profile()
     profiler.enable()
@@ -321,7 +491,9 @@ def _remains(big: Any, small: Any, name: str, budget: int, cold: float, floor_s:
         "1 remains", f"{what}: the replay with the counter's caches full", 1000 * warm2, unit="ms",
         reps=timings.reps("2N"),
         detail=(f"{1e6 * warm2 / requests:.0f} µs a request ({requests} requests), {warm2 / cold:.0%} of the cold "
-                f"replay's {cold:.3f} s (floor {floor_s:.3f} s); warm 2N / N {warm2 / warm1:.2f}; the cyclic "
+                f"replay's {cold:.3f} s (floor {floor_s:.3f} s); the engine alone {1000 * engine_s:.0f} ms (the same "
+                f"requests played back to it, no strategy work), so the strategy's own work about "
+                f"{1000 * max(0.0, warm2 - engine_s):.0f} ms; warm 2N / N {warm2 / warm1:.2f}; the cyclic "
                 f"garbage collector {1000 * collected:.0f} ms of it; own time: "
                 + ", ".join(f"{w} {t / total:.0%}" for w, t in top)),
     )  # fmt: skip

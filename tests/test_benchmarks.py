@@ -81,6 +81,7 @@ class TestTinyRun:
             assert any(m.startswith(preset) for m in missed), row[1]
             assert row[2].endswith(" ms") and "warm 2N / N" in row[5] and "own time:" in row[5]
             assert re.search(r"the cyclic garbage collector \d+ ms of it", row[5]), row[5]
+            assert re.search(r"the engine alone \d+ ms .*the strategy's own work about \d+ ms", row[5]), row[5]
         for m in missed:
             assert any(m.startswith(r[1].split(": the replay with")[0]) for r in remains), m
 
@@ -150,3 +151,33 @@ class TestArguments:
         assert done.returncode == 2
         assert "--sections must be among floor, langchain, journal, scale, dashboard" in done.stderr
         assert results == ""
+
+
+class TestEngineAlone:
+    """The remains rows split a warm replay into the engine's part and the strategy's by
+    playing the preset's recorded requests back to the engine: that split means something
+    only if the playback sends exactly what the strategy sent."""
+
+    @pytest.mark.parametrize("name", ["full", "summarizing", "masking", "clearing", "sliding", "chain",
+                                      "autogen-head-and-tail", "openhands-summarizing", "hybrid"])
+    def test_a_playback_sends_what_the_strategy_sent(self, name):
+        from benchmarks.replay import _playback, _recorder
+        from harpe_lab.datasets import synthesize
+        from harpe_lab.presets import make_strategy
+        from harpe_lab.replay import replay
+        from harpe_lab.tokens import TiktokenCounter
+
+        counter = TiktokenCounter()
+        conversation = synthesize(120, seed=3, tool_rate=0.6, result_chars=900)
+        factory = make_strategy(name, budget=3000, counter=counter, system=conversation.system)
+        recorder = _recorder(factory())
+        replay(conversation, lambda: recorder, counter=counter, name=name)
+        played = replay(conversation, lambda: _playback(recorder), counter=counter, name=name)
+        recorded = replay(conversation, factory, counter=counter, name=name)  # no recorder in between
+        assert name == "full" or recorded.requests["compacted"].any()  # the budget makes the strategy work
+        assert played.requests.equals(recorded.requests)
+        assert [(e.request, e.kind) for e in played.events] == [(e.request, e.kind) for e in recorded.events]
+        assert [played.rendered(i) for i in range(len(played.requests))] == \
+            [recorded.rendered(i) for i in range(len(recorded.requests))]
+        assert [played.summary(i) for i in range(len(played.requests))] == \
+            [recorded.summary(i) for i in range(len(recorded.requests))]

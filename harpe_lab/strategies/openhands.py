@@ -68,6 +68,7 @@ token trigger (``max_tokens``), tool-loop atomicity for thinking blocks.
 from __future__ import annotations
 
 import json
+from bisect import bisect_left
 from dataclasses import dataclass
 from itertools import accumulate
 from typing import Callable, Iterable, Sequence
@@ -135,7 +136,7 @@ def _events(m: Message) -> int:
 
 def events_in(messages: Iterable[Message]) -> int:
     """How many OpenHands events ``messages`` are (see the module doc)."""
-    return sum(_events(m) for m in messages)
+    return sum(map(_events, messages))
 
 
 def truncate_content(content: str, max_chars: int | None) -> str:
@@ -166,17 +167,15 @@ def _cut(view: Sequence[Message], keep_first: int, tail_events: int) -> tuple[in
     or after ``keep_first`` events to the first at or after ``tail_events`` events from the
     end, never the newest unit; ``None`` when that leaves nothing to forget."""
     starts = _units(view)
-    offsets = [0, *accumulate(_events(m) for m in view)]
-    total = offsets[-1]
+    offsets = [0, *accumulate(map(_events, view))]
+    at_starts = [offsets[s] for s in starts]  # ascending
 
     def boundary(event: int) -> int:
-        for s in starts:
-            if offsets[s] >= event:
-                return s
-        return len(view)
+        j = bisect_left(at_starts, event)
+        return starts[j] if j < len(starts) else len(view)
 
     start = boundary(keep_first)
-    end = min(boundary(total - tail_events), starts[-1] if starts else 0)
+    end = min(boundary(offsets[-1] - tail_events), starts[-1] if starts else 0)
     return (start, end) if end > start else None
 
 
@@ -492,18 +491,18 @@ class CondenserContext(PolicyLifecycle):
 
     def _condense(self) -> None:
         c = self.condenser
-        if self._view_events + (self._summary is not None) <= c.max_size:
-            return  # what `cut` would find first
+        before = self._view_events + (self._summary is not None)
+        if before <= c.max_size:
+            return  # what `cut` checks first
         start, resume = self._forgot
         view = self._originals()
-        cut = c.cut(view, summary=self._summary is not None) if isinstance(c, LLMSummarizing) else c.cut(view)
+        cut = _cut(view, c.keep_first, c.tail_events)
         if cut is None:
             return
         lo, hi = cut
         # view index -> transcript index: the view is transcript[:start] + transcript[resume:]
         to_t = (lambda k: k if k < start else k - start + resume) if resume > start else (lambda k: k)
         t_lo, t_hi = to_t(lo), to_t(hi - 1) + 1
-        before = events_in(view) + (self._summary is not None)
         summary = self._summary
         if isinstance(c, LLMSummarizing):
             assert self._distill is not None
@@ -523,9 +522,12 @@ class CondenserContext(PolicyLifecycle):
         self._forgot = (new_start, t_hi)
         self._summary = summary
         dropped = hi - lo
-        self._view_events = events_in(self._originals())
+        # the view loses exactly view[lo:hi]: the head before lo never moves past the
+        # forgotten run's start, so the new run joins the old one
+        forgotten = events_in(view[lo:hi])
+        self._view_events -= forgotten
         after = self._view_events + (summary is not None)
-        self._events.emit(Condensed(dropped, events_in(view[lo:hi]), before, after))
+        self._events.emit(Condensed(dropped, forgotten, before, after))
         if summary is not None:
             self._events.emit(ContextCompacted(dropped))
 
