@@ -21,6 +21,7 @@ from harpe_lab.strategies.laser import (
     LastN,
     Manifest,
     Memory,
+    MessagePrice,
     PolicyContext,
     TokenBudget,
     UpTo,
@@ -456,6 +457,69 @@ class TestPolicyContext:
             PolicyContext("", 3)  # type: ignore[arg-type]
         with pytest.raises(StrategyError, match="base_system must be a str"):
             PolicyContext(None, LastN(1))  # type: ignore[arg-type]
+
+
+@st.composite
+def _lifecycles(draw):
+    """A PolicyContext's life: turns of rounds, some aborted, each step a compact."""
+    turns = []
+    for t in range(draw(st.integers(1, 7))):
+        steps = []
+        for r in range(draw(st.integers(0, 3))):
+            ids = [f"t{t}r{r}c{k}" for k in range(draw(st.integers(1, 2)))]
+            steps.append((_reply("r" * draw(st.integers(0, 30)), *[_call(i) for i in ids]),
+                          _results(*ids, content="c" * draw(st.integers(0, 90)))))
+        turns.append((_user(f"u{t} " + "u" * draw(st.integers(0, 50))), steps, draw(st.booleans()),
+                      draw(st.integers(0, 4)) == 0))
+    return turns
+
+
+class _Negative:
+    """An estimator pricing some messages below zero: the bisection cannot take it."""
+
+    def count(self, text: str) -> int:
+        return -60 if "cc" in text else len(text)
+
+
+_tail_policies = st.one_of(
+    _policies,
+    st.builds(lambda n, b: Chain([TokenBudget(b), LastN(n), TokenBudget(b // 2 + 1)]), st.integers(1, 12),
+              st.integers(1, 120)),
+    st.builds(lambda b: TokenBudget(b, estimator=MessagePrice(ApproxCounter())), st.integers(1, 200)),
+    st.builds(lambda n: Chain([LastN(n), TokenBudget(40, estimator=_Negative())]), st.integers(1, 12)),
+)
+
+
+class TestTailWindow:
+    """PolicyContext finds where a chain of LastN and TokenBudget starts without running it
+    (running sums of the estimates); what it sends must be what the chain itself selects."""
+
+    @settings(max_examples=300, deadline=None)
+    @given(_lifecycles(), _tail_policies)
+    def test_every_request_is_the_one_the_policy_selects(self, turns, policy):
+        fast = PolicyContext("sys", policy)
+        plain = PolicyContext("sys", lambda ms: policy(ms))  # not a chain it knows: run as it is
+        for user, rounds, finishes, aborted in turns:
+            for ctx in (fast, plain):
+                ctx.begin_turn(user)
+            assert fast.compact() == plain.compact()
+            for reply, results in rounds:
+                for ctx in (fast, plain):
+                    ctx.append(reply)
+                    ctx.append(results)
+                a, b = fast.compact(), plain.compact()
+                assert a == b and a.rendered.messages == policy(fast.transcript)
+                assert a.edits == b.edits, "the same promise to the engine"
+            if aborted:
+                for ctx in (fast, plain):
+                    ctx.abort_turn()
+                continue
+            if finishes:
+                for ctx in (fast, plain):
+                    ctx.append(_reply("done"))
+            for ctx in (fast, plain):
+                ctx.commit_turn()
+            assert fast.manifest() == dataclasses.replace(plain.manifest(), policy=repr(policy))
 
 
 class TestInTheReplayEngine:
