@@ -47,6 +47,10 @@ def _round(id: str, content: str = "r") -> list:
     return [_reply("", _call(id)), _results(id, content=content)]
 
 
+def _is_call(m) -> bool:
+    return isinstance(m, AssistantMessage) and bool(m.calls)
+
+
 def _autogen_token_limited(policy: TokenLimited, messages: list) -> tuple:
     """AutoGen 0.7.5's loop, literally: pop index len // 2 while the count is over the
     limit, then drop a leading tool-results message."""
@@ -250,6 +254,29 @@ class TestPairUp:
         msgs = [_user(), *_round("a"), *_round("b")]
         once = pair_up([msgs[2], msgs[3]], msgs)
         assert pair_up(once, msgs) == once
+
+    @settings(max_examples=300, deadline=None)
+    @given(st.lists(st.sampled_from("urc"), max_size=30), st.integers(0, 30), st.integers(0, 30), st.booleans(),
+           st.lists(st.integers(0, 29), max_size=6))
+    def test_pairing_by_runs_is_pairing_by_scanning(self, kinds, head, tail, note, picks):
+        """The selections the policies make (a head, a placeholder, a tail) are paired from
+        the runs' edges alone; any other is paired by scanning the transcript. Both must
+        agree."""
+        from harpe_lab.strategies.autogen import _pair_up_scanning
+
+        msgs = []
+        for k, kind in enumerate(kinds):
+            if kind == "c" and msgs and _is_call(msgs[-1]):
+                kind = "u"
+            msgs += [_reply("", _call(f"x{k}"))] if kind == "c" else [_user(f"m{k}")]
+            if kind == "c" and k % 3:
+                msgs.append(_results(f"x{k}"))
+        head = min(head, len(msgs))
+        tail = min(tail, len(msgs) - head)
+        made_up = [UserInput("Skipped some messages.")] if note else []
+        for selection in ([*msgs[:head], *made_up, *msgs[len(msgs) - tail :]],
+                          [msgs[p] for p in sorted(set(picks)) if p < len(msgs)]):
+            assert pair_up(selection, msgs) == _pair_up_scanning(tuple(selection), msgs)
 
 
 class TestModelContext:

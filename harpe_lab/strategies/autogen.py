@@ -35,7 +35,8 @@ followed by its results, results never come without their call) holds.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from itertools import accumulate
+from itertools import accumulate, compress, count, islice
+from operator import is_not
 from typing import Any, Callable, Iterable, Sequence
 
 from ..errors import StrategyError
@@ -94,12 +95,11 @@ def pair_up(sent: Sequence[Message], messages: Sequence[Message]) -> tuple[Messa
     # Where the sent messages stand in the transcript: a run from its start (a head) and a
     # run to its end (a tail), found by identity in O(len(sent)). Every selection here is a
     # head, made-up messages and a tail; anything else is paired by scanning the transcript.
-    front = 0
-    while front < n and front < total and out[front] is msgs[front]:
-        front += 1
-    back = 0
-    while back < n - front and back < total - front and out[n - 1 - back] is msgs[total - 1 - back]:
-        back += 1
+    # the runs' lengths: where the request first differs from the transcript, from either
+    # end (compared in C: the runs are the whole window)
+    front = next(compress(count(), map(is_not, out, msgs)), min(n, total))
+    back = next(compress(count(), map(is_not, islice(reversed(out), n - front), islice(reversed(msgs), total - front))),
+                min(n, total) - front)
     if any(isinstance(m, ToolResults) or _is_calls(m) for m in out[front : n - back]):
         return _pair_up_scanning(out, msgs)
 
@@ -125,7 +125,8 @@ def pair_up(sent: Sequence[Message], messages: Sequence[Message]) -> tuple[Messa
     edges = sorted({k for k in (0, front - 1, front, n - back - 1, n - back, n - 1) if 0 <= k < n})
     kept = list(out)
     for k in reversed(edges):
-        if not keeps(k):
+        m = out[k]
+        if (isinstance(m, ToolResults) or _is_calls(m)) and not keeps(k):  # others always stay
             del kept[k]
     if msgs and (not kept or kept[-1] is not msgs[-1]):
         newest = msgs[-1]
