@@ -4,7 +4,7 @@ chosen newest first, what does not fit folded into one summary message."""
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from dataclasses import KW_ONLY, dataclass
 from typing import Any, Iterable, Mapping, Sequence, Union
 
@@ -229,7 +229,8 @@ class _TurnIndex:
     A scanned index is read-only.
     """
 
-    __slots__ = ("counter", "messages", "starts", "sizes", "pinned", "_pinned_total")
+    __slots__ = ("counter", "messages", "starts", "sizes", "pinned", "_pinned_total", "_unpinned", "_next_pin",
+                 "_fixed")
 
     def __init__(self, counter: Any, messages: Iterable[Message] = ()) -> None:
         self.counter = counter
@@ -238,6 +239,12 @@ class _TurnIndex:
         self.sizes: list[int | None] = []  # tokens of each turn (None: not priced yet)
         self.pinned: list[int] = []  # turns holding a pinned message, ascending
         self._pinned_total: int | None = 0
+        # _unpinned[t]: tokens of the unpinned turns before turn t, for the turns known so far
+        # (None for a scanned index, which prices only the turns a selection visits);
+        # _next_pin: the first of `pinned` not yet passed by it
+        self._unpinned: list[int] | None = [0]
+        self._next_pin = 0
+        self._fixed: tuple[str, tuple, int] | None = None
         for m in messages:
             self.add(m)
 
@@ -260,6 +267,7 @@ class _TurnIndex:
         index.messages = list(messages)
         index.starts, index.sizes, index.pinned = starts, [None] * len(starts), pinned
         index._pinned_total = None
+        index._unpinned = None
         return index
 
     def add(self, message: Message) -> None:
@@ -304,6 +312,30 @@ class _TurnIndex:
             self._pinned_total = sum(self.size(t) for t in self.pinned)
         return self._pinned_total
 
+    def fixed(self, system: str, tools: tuple) -> int:
+        """The counter's price of a request of ``system`` and ``tools`` and no messages (the
+        last one asked for is kept: a context asks for its own at every request)."""
+        last = self._fixed
+        if last is None or last[0] is not system or last[1] is not tools:
+            last = self._fixed = (system, tools, self.counter.count_rendered(Rendered(system), tools))
+        return last[2]
+
+    def unpinned_before(self, n: int) -> list[int] | None:
+        """Running sums of the unpinned turns' tokens: ``[k]`` is the tokens of the unpinned
+        turns before turn ``k``, for ``k`` up to ``n`` (turns before ``n`` only: a turn's
+        size and pin are final once the next turn starts). None for a scanned index."""
+        sums = self._unpinned
+        if sums is not None:
+            pinned, p, sizes = self.pinned, self._next_pin, self.sizes
+            for t in range(len(sums) - 1, n):
+                if p < len(pinned) and pinned[p] == t:
+                    p += 1
+                    sums.append(sums[-1])
+                else:
+                    sums.append(sums[-1] + sizes[t])  # type: ignore[operator]
+            self._next_pin = p
+        return sums
+
     def turn(self, t: int) -> list[Message]:
         end = self.starts[t + 1] if t + 1 < len(self.starts) else len(self.messages)
         return self.messages[self.starts[t] : end]
@@ -330,7 +362,7 @@ def _choose(
 ) -> _Chosen:
     counter = window.counter
     limit = window.max_tokens - window.reserve_tokens
-    fixed = counter.count_rendered(Rendered(system), tools)
+    fixed = index.fixed(system, tools)
     head_tokens = counter.count_message(head) if head is not None else 0
     available = limit - fixed - head_tokens
     size, pinned = index.size, index.pinned
@@ -341,26 +373,34 @@ def _choose(
     need = older_pinned + latest
     if need > available:
         raise BudgetError(_budget_message(window, what, older_pinned, latest, head_tokens, fixed, available))
-    # Walk newest first over cached turn totals and stop at the first turn that does not
-    # fit: a request costs O(turns kept), however long the history.
-    used = need
-    first = n - 1
-    p = len(pinned) - 1 - latest_pinned
-    t = n - 2
-    sizes = index.sizes
-    while t >= 0:
-        if p >= 0 and pinned[p] == t:
-            p -= 1  # already paid for
-        else:
-            s = sizes[t]
-            if s is None:
-                s = size(t)
-            if used + s > available:
-                break
-            used += s
-        first = t
-        t -= 1
-    turns = pinned[: p + 1] + list(range(max(first, 0), n))
+    # Newest first, every older turn is added while it fits (a pinned one is paid for
+    # already) and the walk stops at the first that does not: the turns kept are the
+    # longest run back from the latest whose unpinned tokens fit. With the running sums of
+    # an index built message by message that run is found by bisection.
+    unpinned = index.unpinned_before(n - 1) if n else None
+    if unpinned is not None:
+        first = bisect_left(unpinned, unpinned[n - 1] - (available - need), 0, n - 1)
+        used = need + unpinned[n - 1] - unpinned[first]
+        turns = pinned[: bisect_left(pinned, first)] + list(range(first, n))
+    else:  # walk, pricing only the turns it visits
+        used = need
+        first = n - 1
+        p = len(pinned) - 1 - latest_pinned
+        t = n - 2
+        sizes = index.sizes
+        while t >= 0:
+            if p >= 0 and pinned[p] == t:
+                p -= 1  # already paid for
+            else:
+                s = sizes[t]
+                if s is None:
+                    s = size(t)
+                if used + s > available:
+                    break
+                used += s
+            first = t
+            t -= 1
+        turns = pinned[: p + 1] + list(range(max(first, 0), n))
     # A counter that prices a request as the sum of its parts prices this one at what the
     # walk added up: the request need not be priced again, message by message.
     known = fixed + head_tokens + used if prices_by_parts(counter) else None
@@ -396,11 +436,14 @@ def _render(
 ) -> _Chosen:
     messages: list[Message] = [] if head is None else [head]
     starts, every, n = index.starts, index.messages, len(index.starts)
-    i = 0
-    while i < len(turns):  # one slice per run of consecutive turns (the window is one run)
-        j = i
-        while j + 1 < len(turns) and turns[j + 1] == turns[j] + 1:
-            j += 1
+    i, last = 0, len(turns) - 1
+    while i <= last:  # one slice per run of consecutive turns (the window is one run)
+        if turns[last] - turns[i] == last - i:  # the rest is one run (turns ascend, distinct)
+            j = last
+        else:
+            j = i
+            while turns[j + 1] == turns[j] + 1:
+                j += 1
         end = turns[j] + 1
         messages += every[starts[turns[i]] : starts[end] if end < n else len(every)]
         i = j + 1
