@@ -165,7 +165,9 @@ class ProviderSession:
         (nor, when the strategy defers it, is the request's tuple built)."""
         new = peek(rendered)
         checks.not_empty(new, i)
-        if edits is None or not self._edit(new, rendered, i, checks, edits):
+        if edits == () and self._extend(new, i, checks):
+            pass  # the request only grew: the common case, kept short
+        elif edits is None or not self._edit(new, rendered, i, checks, edits):
             new = rendered.messages
             if not isinstance(new, tuple):  # a strategy's own request type
                 new = tuple(new)
@@ -178,6 +180,25 @@ class ProviderSession:
                 break
             trailing += count(m)
         self.turn_tokens = trailing
+
+    def _extend(self, new: Sequence[Message], i: int, checks: Invariants) -> bool:
+        """`_edit` with no edits: ``new`` is the session followed by ``new[n:]``; False when
+        that is visibly not so at its end."""
+        n = self._nbase + len(self.tail)
+        if len(new) < n:
+            return False
+        if n:
+            last = self.tail[-1] if self.tail else self.base[n - 1]
+            if new[n - 1] is not last:
+                return False
+        checks.pairs_kept(new, i, max(0, n - 1))
+        if len(new) > n:
+            appended = new[n:]
+            push = self._push
+            for m in appended:
+                push(m)
+            self.tail += appended
+        return True
 
     def _edit(self, new: Sequence[Message], rendered: Rendered, i: int, checks: Invariants,
               edits: tuple[int, ...]) -> bool:
