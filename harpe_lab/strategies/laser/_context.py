@@ -6,12 +6,12 @@ from bisect import bisect_left
 from typing import Any, Iterable, Sequence
 
 from ...errors import StrategyError
-from ...messages import Message, ToolResults
+from ...messages import Message
 from ...protocol import Compaction, Limit
 from ...tokens import BytesCounter
 from .._lifecycle import PolicyLifecycle
 from ._manifest import Manifest, _manifest, _positions
-from ._policies import Chain, LastN, Policy, TokenBudget, message_text
+from ._policies import Chain, LastN, Policy, TokenBudget, _valid_start, message_text
 
 __all__ = ["PolicyContext"]
 
@@ -56,22 +56,8 @@ class _TailWindow:
                     sums.append(sums[-1] + e)
                 # the newest is kept; then each older one while the sum from it fits
                 s = bisect_left(sums, sums[n] - p.max_tokens, lo, n - 1)  # type: ignore[union-attr]
-            lo = _tail_start(seq, s, lo)
+            lo = _valid_start(seq, s, lo)
         return lo
-
-
-def _tail_start(seq: Sequence[Message], s: int, lo: int) -> int:
-    """`_policies._valid_start` of ``seq[lo:]`` at ``s - lo``, in ``seq``'s indices."""
-    n = len(seq)
-    k = s
-    while k < n and isinstance(seq[k], ToolResults):
-        k += 1
-    if k < n or s >= n:
-        return k
-    k = s
-    while k > lo and isinstance(seq[k], ToolResults):
-        k -= 1
-    return k
 
 
 class PolicyContext(PolicyLifecycle):

@@ -26,8 +26,9 @@ def _seq(messages: Iterable[Message]) -> Sequence[Message]:
     return messages if isinstance(messages, (list, tuple)) else tuple(messages)
 
 
-def _valid_start(messages: Sequence[Message], start: int) -> int:
-    """Move a tail's start so the tail does not begin with orphan tool results."""
+def _valid_start(messages: Sequence[Message], start: int, lo: int = 0) -> int:
+    """Move a tail's start so the tail does not begin with orphan tool results (reaching
+    back no further than ``lo``: the tail of ``messages[lo:]``)."""
     end = len(messages)
     s = start
     while s < end and isinstance(messages[s], ToolResults):
@@ -36,7 +37,7 @@ def _valid_start(messages: Sequence[Message], start: int) -> int:
         return s
     # Only tool results were left: reach back to the call they answer instead.
     s = start
-    while s > 0 and isinstance(messages[s], ToolResults):
+    while s > lo and isinstance(messages[s], ToolResults):
         s -= 1
     return s
 
