@@ -439,6 +439,27 @@ class TestWhatWasSent:
         for i in reversed(range(len(r))):
             assert r.rendered(i) == rendered[i], f"{name}: request {i}"
 
+    @pytest.mark.parametrize("name", sorted(__import__("harpe_lab.presets", fromlist=["PRESETS"]).PRESETS))
+    def test_the_frame_prices_what_was_sent(self, name):
+        # the engine keeps running sums instead of pricing each request; they must come to
+        # what pricing the request would, whatever the strategy did to it (a slide, a gap,
+        # a stand-in, a summary)
+        from harpe_lab.datasets import synthesize
+        from harpe_lab.tokens import REPLY_PRIMING, TiktokenCounter
+
+        conversation = synthesize(160, seed=4, tool_rate=0.6)
+        r, _ = self._recorded(conversation, name, 5_000)
+        f, counter = r.requests, TiktokenCounter()
+        for i in range(len(r)):
+            sent = r.rendered(i)
+            assert f["input_tokens"][i] == counter.count_rendered(sent), f"{name}: request {i}"
+            if i and r.rendered(i - 1).system == sent.system:
+                before = r.rendered(i - 1).messages
+                shared = next((k for k, (a, b) in enumerate(zip(before, sent.messages)) if a is not b),
+                              min(len(before), len(sent.messages)))
+                want = counter.count_rendered(Rendered(sent.system, sent.messages[:shared])) - REPLY_PRIMING
+                assert f["cached_prefix_tokens"][i] == want, f"{name}: request {i}"
+
     def test_a_long_run_of_edits_is_kept_as_patches_and_read_back_exactly(self):
         import pickle
 
