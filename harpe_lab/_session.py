@@ -255,19 +255,19 @@ class ProviderSession:
         # the common prefix: the first place where they differ, found in C
         k = next(compress(count_from(), map(is_not, new, old)), min(len(old), len(new)))
         self.shared = min(self.shared, k)
-        # A window that slid: after the common prefix — and at most one new message, a summary
-        # that replaced or preceded the old one — new goes on with old's messages from some
-        # j on, to old's end. Their sums are old's, rebased: a slide costs no recount.
-        c, j = k, -1
-        for c in (k, k + 1):
-            if c >= len(new) or k >= len(old) - 1:
-                break
-            j = next(compress(count_from(k), map(is_, islice(old, k, None), repeat(new[c]))), -1)
-            if j > k or (j == k and c > k):
-                block = len(old) - j
-                if len(new) - c >= block and all(map(is_, islice(new, c, None), islice(old, j, None))):
-                    break
-            j = -1
+        # A window that slid: after the common prefix, new may hold messages old did not (a
+        # summary that replaced the old one, turns taken back in), then old's messages from
+        # some j on to old's end, then what was appended. That block's sums are old's,
+        # rebased: only what is new is counted. Both are found in C: where old's last message
+        # stands in new, and how far back from there the two agree.
+        j = -1
+        if len(old) > k:
+            e = next(compress(count_from(k), map(is_, islice(new, k, None), repeat(old[-1]))), -1)
+            if e >= 0:
+                agree = next(compress(count_from(), map(is_not, islice(reversed(new), len(new) - 1 - e, None),
+                                                        reversed(old))), len(old))
+                run = min(agree, e + 1 - k, len(old) - k)
+                c, j = e + 1 - run, len(old) - run
         if j >= 0:
             kept = c + len(old) - j
             # the pairs inside the prefix and the block were checked when they were sent; only
