@@ -165,9 +165,8 @@ class ProviderSession:
         (nor, when the strategy defers it, is the request's tuple built)."""
         new = peek(rendered)
         checks.not_empty(new, i)
-        if edits == () and self._extend(new, i, checks):
-            pass  # the request only grew: the common case, kept short
-        elif edits is None or not self._edit(new, rendered, i, checks, edits):
+        grew = edits == () and self._extend(new, i, checks)  # the common case, on a short path
+        if not grew and (edits is None or not self._edit(new, rendered, i, checks, edits)):
             new = rendered.messages
             if not isinstance(new, tuple):  # a strategy's own request type
                 new = tuple(new)
