@@ -40,6 +40,8 @@ import gc
 import json
 import sys
 import time
+from itertools import compress
+from operator import is_not
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -311,9 +313,6 @@ class _Recorder:
         self._call("abort_turn")
 
     def compact(self) -> Any:
-        from itertools import compress
-        from operator import is_not
-
         c = self._call("compact")
         summary = getattr(self.ctx, "summary", "")
         source = vars(c.rendered).get("_source")  # a deferred request
