@@ -165,8 +165,7 @@ class ProviderSession:
         (nor, when the strategy defers it, is the request's tuple built)."""
         new = peek(rendered)
         checks.not_empty(new, i)
-        grew = edits == () and self._extend(new, i, checks)  # the common case, on a short path
-        if not grew and (edits is None or not self._edit(new, rendered, i, checks, edits)):
+        if edits is None or not self._edit(new, rendered, i, checks, edits):
             new = rendered.messages
             if not isinstance(new, tuple):  # a strategy's own request type
                 new = tuple(new)
@@ -180,25 +179,6 @@ class ProviderSession:
             trailing += count(m)
         self.turn_tokens = trailing
 
-    def _extend(self, new: Sequence[Message], i: int, checks: Invariants) -> bool:
-        """`_edit` with no edits: ``new`` is the session followed by ``new[n:]``; False when
-        that is visibly not so at its end."""
-        n = self._nbase + len(self.tail)
-        if len(new) < n:
-            return False
-        if n:
-            last = self.tail[-1] if self.tail else self.base[n - 1]
-            if new[n - 1] is not last:
-                return False
-        checks.pairs_kept(new, i, max(0, n - 1))
-        if len(new) > n:
-            appended = new[n:]
-            push = self._push
-            for m in appended:
-                push(m)
-            self.tail += appended
-        return True
-
     def _edit(self, new: Sequence[Message], rendered: Rendered, i: int, checks: Invariants,
               edits: tuple[int, ...]) -> bool:
         """Apply a strategy's promised edits in O(edits + appended + messages after the
@@ -206,13 +186,16 @@ class ProviderSession:
         ``new`` is ``rendered``'s messages, read (`peek`): the session may keep it as its
         base, but builds the tuple only for a checkpoint."""
         at = self._at
-        n = self.length
+        n = self._nbase + len(self.tail)
         if len(new) < n or (n and (n - 1) not in edits and new[n - 1] is not at(n - 1)):
             return False
-        places = sorted({p for p in edits if p < n})
-        if places and places[0] < 0:
-            return False
-        places = [p for p in places if new[p] is not at(p)]
+        if edits:
+            places = sorted({p for p in edits if p < n})
+            if places and places[0] < 0:
+                return False
+            places = [p for p in places if new[p] is not at(p)]
+        else:  # the request only grew: the common case
+            places = []
         if places:
             count, owner_of = self._count, self._owner.get
             tok, syn, org = self._tok, self._syn, self._org

@@ -176,7 +176,8 @@ class TestEngineAlone:
         recorded = replay(conversation, factory, counter=counter, name=name)  # no recorder in between
         assert name == "full" or recorded.requests["compacted"].any()  # the budget makes the strategy work
         assert played.requests.equals(recorded.requests)
-        assert [(e.request, e.kind) for e in played.events] == [(e.request, e.kind) for e in recorded.events]
+        assert [(e.request, e.turn, e.kind, e.event) for e in played.events] == \
+            [(e.request, e.turn, e.kind, e.event) for e in recorded.events]
         assert [played.rendered(i) for i in range(len(played.requests))] == \
             [recorded.rendered(i) for i in range(len(recorded.requests))]
         assert [played.summary(i) for i in range(len(played.requests))] == \

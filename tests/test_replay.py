@@ -450,6 +450,8 @@ class TestWhatWasSent:
         conversation = synthesize(160, seed=4, tool_rate=0.6)
         r, _ = self._recorded(conversation, name, 5_000)
         f, counter = r.requests, TiktokenCounter()
+        parts = f["system_tokens"] + f["summary_tokens"] + f["history_tokens"] + f["turn_tokens"]
+        assert (parts == f["input_tokens"]).all()
         for i in range(len(r)):
             sent = r.rendered(i)
             assert f["input_tokens"][i] == counter.count_rendered(sent), f"{name}: request {i}"
