@@ -11,6 +11,9 @@ reader's own), it times
   C decoder the reader could be built on),
 * ``json``    — the same with the standard library's ``json.loads``,
 * ``records`` — ``for r in Journal.stream(path): ...`` (every turn, in constant memory),
+* ``objects`` — ``orjson`` parsing each line and building the message and usage objects
+  the records hold, with the reader's own constructors, and nothing else (no check, no
+  time, no turn): the least any reader returning those objects does in Python,
 * ``envelope`` — the reader's own line parser alone (``parse_lines``: JSON, the envelope's
   checks and its time), so the table shows how ``records`` splits between reading lines and
   assembling turns,
@@ -163,6 +166,9 @@ path, mode = sys.argv[1], sys.argv[2]
 import orjson, json
 if mode == "records":
     from harpe_lab.journal import Journal
+if mode == "objects":
+    from harpe_lab.journal._codec import common, common_usage
+    from harpe_lab.journal._events import MESSAGE, USAGE
 if mode == "envelope":
     from harpe_lab.journal._envelope import parse_lines
     from harpe_lab.journal._problems import Lines
@@ -195,6 +201,19 @@ elif mode == "json":
         for line in f:
             json.loads(line)
             n += 1
+elif mode == "objects":
+    # the least a reader returning these records does: the message and usage objects built
+    # (the reader's own constructors), no check, no time, no turn; each dropped at once
+    with open(path, "rb", buffering=1 << 20) as f:
+        for line in f:
+            record = orjson.loads(line)
+            event = record["event"]
+            if event == MESSAGE:
+                common(record["fields"])
+                n += 1
+            elif event == USAGE:
+                common_usage(record["fields"])
+                n += 1
 elif mode == "envelope":
     for _ in parse_lines(path, Lines(path, "strict"), set()):
         n += 1
@@ -255,7 +274,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size-mb", type=int, default=1000, help="journal size in MB (default 1000)")
     parser.add_argument("--reps", type=int, default=5, help="repetitions per reader (median reported; default 5)")
     parser.add_argument("--modes", default=None,
-                        help="readers to time (comma-separated; default orjson,records,envelope,msgspec,typed,"
+                        help="readers to time (comma-separated; default orjson,records,objects,envelope,msgspec,typed,"
                              "json, msgspec and typed only when msgspec is installed)")
     parser.add_argument("--keep", default=None, help="write (or reuse) the journal at this path")
     args = parser.parse_args(argv)
@@ -275,7 +294,8 @@ def main(argv: list[str] | None = None) -> int:
             lines = sum(1 for _ in f)
         size = path.stat().st_size
         print(f"{size / 1e6:.0f} MB, {lines} lines (mean {size / lines:.0f} bytes), {args.reps} reps each")
-        modes = args.modes.split(",") if args.modes else ["orjson", "records", "envelope", "msgspec", "typed", "json"]
+        modes = args.modes.split(",") if args.modes else ["orjson", "records", "objects", "envelope", "msgspec",
+                                                          "typed", "json"]
         if not args.modes and importlib.util.find_spec("msgspec") is None:
             modes = [m for m in modes if m not in ("msgspec", "typed")]
         if "records" in modes:

@@ -437,6 +437,46 @@ def _collector_seconds(run: Callable[[], Any]) -> float:
     return spent[0]
 
 
+def _timed_counter() -> Any:
+    """A fresh `TiktokenCounter` whose encodes are timed: every text it had not counted yet
+    (`_encode_len` is what its memo calls on a miss)."""
+    from harpe_lab.tokens import TiktokenCounter
+
+    class TimedCounter(TiktokenCounter):
+        def __init__(self) -> None:
+            super().__init__()
+            self.seconds, self.texts, self.chars = 0.0, 0, 0
+
+        def _encode_len(self, text: str) -> int:
+            started = time.perf_counter()
+            try:
+                return super()._encode_len(text)
+            finally:
+                self.seconds += time.perf_counter() - started
+                self.texts += 1
+                self.chars += len(text)
+
+    return TimedCounter()
+
+
+def _own_text(conversation: Any, go: Callable[[Any, Any], Any], reps: int) -> tuple[float, int, int]:
+    """The time a replay spends tokenizing text the floor never counts — stand-ins,
+    placeholders, summaries, a fold's prompt: a fresh counter first counts what the floor
+    counts (the system prompt and every message), then the replay runs with it and its
+    encodes are timed. Median seconds, and how many texts and characters."""
+    from harpe_lab.messages import Rendered
+
+    runs = []
+    for _ in range(reps):
+        counter = _timed_counter()
+        counter.count_rendered(Rendered(conversation.system))
+        counter.count_messages(conversation.messages())
+        counter.seconds, counter.texts, counter.chars = 0.0, 0, 0
+        go(conversation, counter)
+        runs.append((counter.seconds, counter.texts, counter.chars))
+    return sorted(runs)[len(runs) // 2]
+
+
 def _remains(big: Any, small: Any, name: str, budget: int, cold: float, floor_s: float, reps: int, *,
              extractive: bool = False) -> Row:
     """What a preset's replay spends beyond counting: the same replay with the counter's
@@ -451,7 +491,7 @@ def _remains(big: Any, small: Any, name: str, budget: int, cold: float, floor_s:
 
     counter = TiktokenCounter()
 
-    def go(conversation: Any) -> Any:
+    def go(conversation: Any, counter: Any = counter) -> Any:
         distill = _CachedDistiller() if _distills(name) and not extractive else None
         factory = make_strategy(name, budget=budget, counter=counter, system=conversation.system, distill=distill)
         return replay(conversation, factory, counter=counter, name=name)
@@ -474,6 +514,7 @@ def _remains(big: Any, small: Any, name: str, budget: int, cold: float, floor_s:
                           check=check)
     warm2, warm1, engine_s = timings.median("2N"), timings.median("N"), timings.median("engine")
     collected = _collector_seconds(lambda: go(big))
+    text_s, texts, chars = _own_text(big, go, min(reps, 3))
     profiler = cProfile.Profile()
     profiler.enable()
     go(big)
@@ -490,7 +531,9 @@ def _remains(big: Any, small: Any, name: str, budget: int, cold: float, floor_s:
         "1 remains", f"{what}: the replay with the counter's caches full", 1000 * warm2, unit="ms",
         reps=timings.reps("2N"),
         detail=(f"{1e6 * warm2 / requests:.0f} µs a request ({requests} requests), {warm2 / cold:.0%} of the cold "
-                f"replay's {cold:.3f} s (floor {floor_s:.3f} s); the engine alone {1000 * engine_s:.0f} ms (the same "
+                f"replay's {cold:.3f} s (floor {floor_s:.3f} s); tokenizing the text it wrote, which the floor "
+                f"never counts, {1000 * text_s:.0f} ms ({texts:,} texts, {chars / 1000:,.0f}k characters; "
+                f"{text_s / floor_s:.2f} of the ratio), in the cold replay, not in this one; the engine alone {1000 * engine_s:.0f} ms (the same "
                 f"requests played back to it, no strategy work), so the strategy's own work about "
                 f"{1000 * max(0.0, warm2 - engine_s):.0f} ms; warm 2N / N {warm2 / warm1:.2f}; the cyclic "
                 f"garbage collector {1000 * collected:.0f} ms of it; own time: "

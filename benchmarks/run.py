@@ -116,7 +116,7 @@ def journal_rows(size_mb: int, reps: int) -> list[Row]:
     measured inside it, imports excluded), interleaved rep by rep."""
     from benchmarks import journal
 
-    modes = ["orjson", "records", "envelope", "json"]
+    modes = ["orjson", "records", "objects", "envelope", "json"]
     if importlib.util.find_spec("msgspec") is not None:
         modes.append("typed")
     seconds: dict[str, list[float]] = {m: [] for m in modes}
@@ -151,6 +151,12 @@ def journal_rows(size_mb: int, reps: int) -> list[Row]:
         Row("3 journal", "the reader's line parser alone (parse_lines) / bare orjson", med["envelope"] / med["orjson"],
             reps=reps, detail=(f"{med['envelope']:.2f} s / {med['orjson']:.2f} s: the envelope's checks and time; "
                                f"assembling turns adds the other {med['records'] - med['envelope']:.2f} s; {where}")),
+        Row("3 journal", "building the records' objects, nothing else (no check, no turn) / bare orjson",
+            med["objects"] / med["orjson"], reps=reps,
+            detail=(f"{med['objects']:.2f} s / {med['orjson']:.2f} s: each line parsed and its message or usage "
+                    f"objects built with the reader's own constructors; the least any reader returning them does "
+                    f"in Python; the checks and the turns add the other {med['records'] - med['objects']:.2f} s; "
+                    f"{where}")),
     ]
     if "typed" in med:
         rows.append(Row(
@@ -185,8 +191,12 @@ def dashboard_rows(requests: int, moves: int) -> list[Row]:
         )
     built = re.search(r"(\d+) requests", done.stdout)
     size = f"{built.group(1)} requests" if built else f"~{requests} requests"
-    alone = re.search(r"^new value, replay alone: ([0-9.]+) ms", done.stdout, re.M)
-    split = {"high water, new value": f"; the replay alone {alone.group(1)} ms, drawing the rest"} if alone else {}
+    alone = re.search(r"^new value, replay alone: ([0-9.]+) ms.*?(?:the offline distiller ([0-9.]+) ms of it)?$",
+                      done.stdout, re.M)  # fmt: skip
+    split = {}
+    if alone:
+        distiller = f" (the offline distiller {alone.group(2)} ms of it)" if alone.group(2) else ""
+        split["high water, new value"] = f"; the replay alone {alone.group(1)} ms{distiller}, drawing the rest"
     return [
         Row("5 dashboard", f"Explorer redraw: {label}", ms, unit="ms", goal=DASHBOARD_GOAL,
             detail=f"median of {moves} moves, {size}, wall time{split.get(label, '')}")

@@ -76,13 +76,35 @@ def explorer_for(conversation):
     return e
 
 
+class TimedDistiller:
+    """The summarizing preset's offline distiller (an `ExtractiveDistiller` writing up to the
+    high water's number of characters), with the time its calls take in ``seconds``."""
+
+    def __init__(self, high_water: int) -> None:
+        from harpe_lab.summarize import ExtractiveDistiller
+
+        self.distill = ExtractiveDistiller(max_chars=max(400, high_water))
+        self.seconds = 0.0
+
+    def __call__(self, rendered):
+        started = time.perf_counter()
+        try:
+            return self.distill(rendered)
+        finally:
+            self.seconds += time.perf_counter() - started
+
+
 def replay_alone(e, high_water: int):
     """The replay a new high-water value costs the Explorer, outside it: the same preset,
-    counter and distiller, no cache, nothing drawn."""
+    counter and distiller (timed), no cache, nothing drawn. Returns the replay and the
+    seconds its distiller took."""
     from harpe_lab.replay import replay
 
-    return replay(e._conversation(), e.factory({**e.parameters(), "high_water": high_water}), counter=e.counter,
-                  name=e.strategy.value)
+    params = {**e.parameters(), "high_water": high_water}
+    distill = TimedDistiller(high_water)
+    conversation = e._conversation()
+    factory = e.preset.build(counter=e.counter, system=conversation.system, distill=distill, **params)
+    return replay(conversation, factory, counter=e.counter, name=e.strategy.value), distill.seconds
 
 
 def timed(set_value, values) -> list[float]:
@@ -130,9 +152,14 @@ def python_side(args: argparse.Namespace) -> int:
         profiler.disable()
         pstats.Stats(profiler).sort_stats(os.environ.get("PROFILE_SORT", "tottime")).print_stats(int(os.environ.get("PROFILE_ROWS", "12")))
     print(f"(process CPU time of the new-value moves: {1000 * (time.process_time() - cpu) / len(values):.1f} ms a move)")
-    replay_ms = statistics.median(1000 * s for s in timed(lambda v: replay_alone(e, v), values))
+    alone: list[tuple[int, object, float]] = []
+    replay_ms = statistics.median(1000 * s for s in timed(lambda v: alone.append((v, *replay_alone(e, v))), values))
+    for v, result, _ in alone:  # the Explorer's own replays, from its cache
+        if not result.requests.equals(e.replay_for({**e.parameters(), "high_water": v}).requests):
+            raise AssertionError(f"high water {v}: the replay outside the Explorer differs from its own")
+    distill_ms = statistics.median(1000 * s for _, _, s in alone)
     print(f"new value, replay alone: {replay_ms:.1f} ms median (the same replays without the Explorer; "
-          "drawing is the rest)")
+          f"drawing is the rest); the offline distiller {distill_ms:.1f} ms of it")
     warm = report("high water, seen value", timed(set_high, values))
     steps = [(k * 37) % len(e.replay) for k in range(args.moves)]
     report("request step", timed(lambda v: setattr(e.step, "value", v), steps))

@@ -63,7 +63,7 @@ class TestTinyRun:
     @pytest.mark.parametrize(
         "section, rows",
         [("1 floor", len(PRESETS) + sum("distill" in p.needs for p in PRESETS.values())),
-         ("1 scaling", len(PRESETS)), ("3 journal", 3 + HAS_MSGSPEC), ("4 scale-out", 4 if HAS_DASK else 3),
+         ("1 scaling", len(PRESETS)), ("3 journal", 4 + HAS_MSGSPEC), ("4 scale-out", 4 if HAS_DASK else 3),
          ("7 peers", sum(p.available() for p in PAIRS) + (not all(p.available() for p in PAIRS))),
          pytest.param("2 LangChain", 4, marks=needs_langchain)],
     )  # fmt: skip
@@ -82,6 +82,7 @@ class TestTinyRun:
             assert row[2].endswith(" ms") and "warm 2N / N" in row[5] and "own time:" in row[5]
             assert re.search(r"the cyclic garbage collector \d+ ms of it", row[5]), row[5]
             assert re.search(r"the engine alone \d+ ms .*the strategy's own work about \d+ ms", row[5]), row[5]
+            assert re.search(r"tokenizing the text it wrote, which the floor never counts, \d+ ms \([\d,]+ texts", row[5])
         for m in missed:
             assert any(m.startswith(r[1].split(": the replay with")[0]) for r in remains), m
 
@@ -91,6 +92,8 @@ class TestTinyRun:
         assert rows, "no dashboard timings were read from benchmarks/widgets.py"
         for row in rows:
             assert row[2].endswith(" ms") and row[3] == "≤ 100 ms" and row[4] in ("PASS", "MISS")
+        new = [row for row in rows if row[1] == "Explorer redraw: high water, new value"]
+        assert new and re.search(r"the replay alone [\d.]+ ms \(the offline distiller [\d.]+ ms of it\)", new[0][5])
 
     def test_every_goal_has_a_verdict_and_every_value_is_a_number(self, run):
         _, results = run
@@ -137,7 +140,7 @@ class TestTinyRun:
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
         assert len(before) == int(runs) == (2 if before[0] > cores else 1)
         assert before[int(kept) - 1] == min(before)
-        assert len(_rows(results, "3 journal")) == 3 + HAS_MSGSPEC  # the rows of one run, not of both
+        assert len(_rows(results, "3 journal")) == 4 + HAS_MSGSPEC  # the rows of one run, not of both
 
     def test_the_results_name_the_machine(self, run):
         _, results = run
@@ -182,3 +185,42 @@ class TestEngineAlone:
             [recorded.rendered(i) for i in range(len(recorded.requests))]
         assert [played.summary(i) for i in range(len(played.requests))] == \
             [recorded.summary(i) for i in range(len(recorded.requests))]
+
+
+class TestOwnText:
+    """A remains row says how long a replay spends tokenizing text the strategy wrote,
+    which the floor never counts: that figure must time exactly those texts."""
+
+    def _go(self, name):
+        from harpe_lab.presets import make_strategy
+        from harpe_lab.replay import replay
+
+        def go(conversation, counter):
+            factory = make_strategy(name, budget=3000, counter=counter, system=conversation.system)
+            return replay(conversation, factory, counter=counter, name=name)
+
+        return go
+
+    def test_a_strategy_that_writes_nothing_tokenizes_nothing_new(self):
+        from benchmarks.replay import _own_text
+        from harpe_lab.datasets import synthesize
+
+        conversation = synthesize(60, seed=3, tool_rate=0.6, result_chars=900)
+        seconds, texts, chars = _own_text(conversation, self._go("windowed"), 1)
+        assert (seconds, texts, chars) == (0.0, 0, 0)
+
+    def test_it_times_each_stand_in_once(self):
+        from benchmarks.replay import _own_text
+        from harpe_lab.datasets import synthesize
+        from harpe_lab.messages import ToolResults
+        from harpe_lab.tokens import TiktokenCounter
+
+        conversation = synthesize(60, seed=3, tool_rate=0.6, result_chars=900)
+        seconds, texts, chars = _own_text(conversation, self._go("trimming"), 1)
+        sent = self._go("trimming")(conversation, TiktokenCounter())
+        originals = {r.content for m in conversation.messages() if isinstance(m, ToolResults) for r in m.results}
+        written = {r.content for i in range(len(sent.requests)) for m in sent.rendered(i).messages
+                   if isinstance(m, ToolResults) for r in m.results} - originals
+        assert written and all(t.startswith("[Trimmed: ") for t in written)
+        assert (texts, chars) == (len(written), sum(map(len, written)))
+        assert seconds > 0
