@@ -266,6 +266,10 @@ class SummarizingContext(_TranscriptContext):
         self._marked_summary = ""
         self._last_input_tokens = 0
         self._marked_input_tokens = 0
+        # the system prompt with the summary, kept as one string while the summary is the
+        # same: the engine hashes and compares it at every request, and a string built again
+        # each time would be hashed again, all of it (a long summary: tens of kilobytes)
+        self._system = (base_system, "")
 
     @property
     def distill(self) -> Distill:
@@ -296,9 +300,11 @@ class SummarizingContext(_TranscriptContext):
 
     def compact(self) -> Compaction:
         changed = self._last_input_tokens > self.high_water_tokens and self._compact_transcript()
-        system = self.base_system
-        if self._summary != "":
-            system += "\n\n" + SUMMARY_HEADER + self._summary
+        system, summary = self._system
+        if summary is not self._summary:
+            summary = self._summary
+            system = self.base_system + "\n\n" + SUMMARY_HEADER + summary if summary else self.base_system
+            self._system = (system, summary)
         return self._whole(changed, system)
 
     def _compact_transcript(self) -> bool:
