@@ -28,7 +28,9 @@ paid: the same replay with the counter's caches already full (the engine's and t
 strategy's own Python); how much of that the engine alone costs (the preset's requests,
 recorded once, played back to the engine with no strategy work: `_Recorder`, `_Playback`),
 so the rest is the strategy's; its N-to-2N ratio, the part of it the cyclic garbage
-collector takes, and the four functions with the most own time in a cProfile of it.
+collector takes, and the four functions with the most own time in a cProfile of it. The row
+also says how long the cold replay spends tokenizing text the strategy wrote — stand-ins,
+placeholders, summaries, a fold's prompt — which the floor never counts (`_own_text`).
 
     .venv/bin/python -m benchmarks.replay [--tokens 1000000] [--reps 5] [--quick] [--strategies full,chain]
 """

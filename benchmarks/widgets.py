@@ -14,8 +14,9 @@ view) holds the new state — what a person waits for after letting go of a slid
 The high water moves by the slider's own step from its default (8,000 tokens) upward, as
 a person dragging it does, with the knob's "auto" box unchecked: while it is checked the
 preset derives the mark and moving the slider replays nothing. The summarizing preset
-replays with its offline `ExtractiveDistiller`. The goal is a median of at most 100 ms
-(``--profile`` prints where the new-value redraws spend it).
+replays with its offline `ExtractiveDistiller`. The goal is a median of at most 100 ms.
+The same replays are then timed outside the Explorer, checked against its own, with the
+distiller's share (``--profile`` prints where the new-value redraws spend their time).
 
 ``--browser`` measures the same moves where a person sees them: Voilà serves a notebook
 with the Explorer, headless Chromium (``/usr/bin/chromium``, driven by Playwright) focuses
