@@ -440,8 +440,9 @@ def _collector_seconds(run: Callable[[], Any]) -> float:
 
 
 def _timed_counter() -> Any:
-    """A fresh `TiktokenCounter` whose encodes are timed: every text it had not counted yet
-    (`_encode_len` is what its memo calls on a miss)."""
+    """A fresh `TiktokenCounter` whose counting of texts is timed: every text its memo had
+    not seen (`_encode_len` is what the memo calls on a miss), and every text counted line
+    by line (`count_lines`)."""
     from harpe_lab.tokens import TiktokenCounter
 
     class TimedCounter(TiktokenCounter):
@@ -449,14 +450,20 @@ def _timed_counter() -> Any:
             super().__init__()
             self.seconds, self.texts, self.chars = 0.0, 0, 0
 
-        def _encode_len(self, text: str) -> int:
+        def _timed(self, count: Callable[[str], int], text: str) -> int:
             started = time.perf_counter()
             try:
-                return super()._encode_len(text)
+                return count(text)
             finally:
                 self.seconds += time.perf_counter() - started
                 self.texts += 1
                 self.chars += len(text)
+
+        def _encode_len(self, text: str) -> int:
+            return self._timed(super()._encode_len, text)
+
+        def count_lines(self, text: str) -> int:
+            return self._timed(super().count_lines, text)
 
     return TimedCounter()
 

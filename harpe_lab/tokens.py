@@ -35,7 +35,7 @@ import re
 import threading
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Protocol, Sequence, runtime_checkable
+from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence, runtime_checkable
 
 from .errors import HarpeLabError
 from .messages import AssistantMessage, Message, Rendered, ToolResults, UserInput
@@ -52,6 +52,7 @@ __all__ = [
     "CALL_OVERHEAD",
     "REPLY_PRIMING",
     "prices_by_parts",
+    "text_price",
 ]
 
 MESSAGE_OVERHEAD = 3
@@ -94,6 +95,12 @@ class _Counter:
 
     def count(self, text: str) -> int:
         """Tokens in ``text`` (memoized)."""
+        return self._count(text)
+
+    def count_lines(self, text: str) -> int:
+        """``count(text)``, for a text made of lines counted before (a message's lines taken
+        again, as LangChain's partial trim takes them): a counter that can count a text line
+        by line, exactly, does (`TiktokenCounter`); the others count it whole."""
         return self._count(text)
 
     def count_message(self, message: Message) -> int:
@@ -392,6 +399,13 @@ class TiktokenCounter(_Counter):
             return len(enc.encode_ordinary(text))
         return sum(map(self._chunk, _cut(text, _LINE_CUT)))
 
+    def count_lines(self, text: str) -> int:
+        if self._enc is None:
+            self._encoder()
+        if not self._chunkable:
+            return self._count(text)
+        return sum(map(self._chunk, _cut(text, _LINE_CUT)))
+
     def _chunk_len(self, chunk: str) -> int:
         if len(chunk) >= _LONG_LINE and "`, `" in chunk:
             # cut after the comma of each "`, `": the values of a list, each with its
@@ -478,6 +492,17 @@ def prices_by_parts(counter: Any) -> bool:
     reply priming (harpe_lab's counters, bar `ScaledCounter`): then the price of a request
     is a running sum over its messages, which the replay engine keeps."""
     return _by_parts(type(counter))
+
+
+def text_price(counter: Any) -> Callable[[str], int] | None:
+    """How ``counter`` prices a message's text, when a message costs a fixed part plus
+    that (harpe_lab's counters that `prices_by_parts`, unless a subclass prices messages
+    its own way): its `count_lines`. ``None`` for any other counter."""
+    cls = type(counter)
+    if _by_parts(cls) and all(getattr(cls, name) is getattr(_Counter, name)
+                              for name in ("count_message", "_message_tokens")):
+        return counter.count_lines
+    return None
 
 
 @lru_cache(maxsize=None)

@@ -201,6 +201,15 @@ class TestOwnText:
 
         return go
 
+    def test_the_timed_counter_times_each_new_text_and_each_text_counted_by_lines(self):
+        from benchmarks.replay import _timed_counter
+
+        counter = _timed_counter()
+        assert counter.count("a new text") == counter.count("a new text")  # the second from the memo
+        assert counter.count_lines("one\ntwo\n") == counter.count("one\ntwo\n")
+        assert (counter.texts, counter.chars) == (3, len("a new text") + 2 * len("one\ntwo\n"))
+        assert counter.seconds > 0
+
     def test_a_strategy_that_writes_nothing_tokenizes_nothing_new(self):
         from benchmarks.replay import _own_text
         from harpe_lab.datasets import synthesize

@@ -44,7 +44,7 @@ from harpe_lab.strategies.langchain import (
     trim_last,
     units_of,
 )
-from harpe_lab.tokens import BytesCounter
+from harpe_lab.tokens import BytesCounter, TiktokenCounter, text_price
 
 pytest.importorskip("langchain", reason="the peers extra (langchain) is not installed")
 from langchain.agents.middleware import summarization as lc_summarization  # noqa: E402
@@ -234,6 +234,16 @@ class TestWhatTheSummarizerSees:
         ours = trim_last(units, budget, lambda us: counter.count_rendered(Rendered("", tuple(us))))
         assert ours == [conv.unit(m) for m in theirs]
         assert not ours or isinstance(ours[0], UserInput)
+
+    @settings(max_examples=150, **_SETTINGS)
+    @given(_unit_lists(), st.integers(0, 80))
+    def test_trimming_with_a_text_price_chooses_the_same(self, units, budget):
+        # the cut unit's candidate texts priced apart (line by line for tiktoken), not as messages
+        for counter in (BytesCounter(), TiktokenCounter()):
+            def count(us):
+                return counter.count_rendered(Rendered("", tuple(us)))
+
+            assert trim_last(units, budget, count, count_text=text_price(counter)) == trim_last(units, budget, count)
 
     def test_a_fold_with_no_user_message_left_after_trimming_calls_no_one(self):
         # an agent turn longer than the trim: LangChain summarizes without its model

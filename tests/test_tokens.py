@@ -34,6 +34,7 @@ from harpe_lab.tokens import (
     TiktokenCounter,
     TokenCounter,
     counter_for_model,
+    text_price,
 )
 
 ENCODINGS = ["cl100k_base", "o200k_base"]
@@ -376,6 +377,9 @@ class TestChunkedCounting:
             def _encode_len(self, text: str) -> int:
                 return len(self.encoding.encode_ordinary(text))
 
+            def count_lines(self, text: str) -> int:
+                return len(self.encoding.encode_ordinary(text))
+
         conversation = synthesize(200, seed=3, **options)
         frames = []
         for counter in (TiktokenCounter(), Whole()):
@@ -387,11 +391,53 @@ class TestChunkedCounting:
         assert frames[0]["distill_calls"].sum() > 0
         assert frames[0].equals(frames[1])
 
+    @pytest.mark.parametrize("encoding", ENCODINGS)
+    @settings(max_examples=400, deadline=None)
+    @given(text=_TRICKY)
+    def test_count_lines_keeps_tiktokens_count(self, reference, encoding, text):
+        assert TiktokenCounter(encoding).count_lines(text) == len(reference[encoding].encode_ordinary(text))
+
+    def test_lines_counted_before_cost_no_encode(self, monkeypatch):
+        import tiktoken
+
+        c = TiktokenCounter()
+        lines = [f"INFO worker-{i} processed batch {i * 7} in {i} ms\n" for i in range(30)]
+        c.count_lines("".join(lines))
+        part = "".join(reversed(lines[10:]))  # the last lines, newest first, as LangChain's partial trim tries them
+        expected = len(c.encoding.encode_ordinary(part))
+        calls: list[str] = []
+        original = tiktoken.Encoding.encode_ordinary
+        monkeypatch.setattr(tiktoken.Encoding, "encode_ordinary", lambda self, t: calls.append(t) or original(self, t))
+        assert c.count_lines(part) == expected and calls == []
+        assert c.count(part) == expected and calls == [part]  # counted whole: the text is short
+
     def test_an_unknown_pattern_is_counted_whole(self, monkeypatch):
         monkeypatch.setattr(tokens, "_CHUNKABLE_PATTERNS", frozenset())
         c = TiktokenCounter()
         text = _summary_like([f"{i} MB" for i in range(500)], ["a note."])
         assert c.count(text) == len(c.encoding.encode_ordinary(text)) and c._chunk.cache_info().currsize == 0
+
+
+class TestTextPrice:
+    """`text_price`: what a strategy may price a message's text with, apart from the rest."""
+
+    @pytest.mark.parametrize("counter", [TiktokenCounter(), ApproxCounter(), BytesCounter()],
+                             ids=lambda c: type(c).__name__)
+    def test_a_message_costs_its_bare_price_plus_its_texts(self, counter):
+        price = text_price(counter)
+        assert price is not None
+        for text in ("", "one line", "two\nlines\n", "INFO done\n" * 300):
+            for make in (UserInput, lambda t: ToolResults((ToolResult("c1", t),)),
+                         lambda t: AssistantMessage(t, (ToolCall("c2", "bash", {"cmd": "ls"}),))):
+                assert counter.count_message(make(text)) == counter.count_message(make("")) + price(text) - price("")
+
+    def test_a_counter_that_prices_messages_its_own_way_has_none(self):
+        class Own(ApproxCounter):
+            def _message_tokens(self, message):
+                return 1
+
+        assert text_price(ScaledCounter(ApproxCounter(), 1.1)) is None
+        assert text_price(Own()) is None
 
 
 # --- chat overhead ---------------------------------------------------------------------

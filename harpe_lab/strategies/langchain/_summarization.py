@@ -9,7 +9,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 from ...errors import StrategyError
 from ...messages import AssistantMessage, Message, Rendered, ToolResults, Usage, UserInput
 from ...protocol import Compaction, ContextCompacted, Distill, EventHub, Limit, MeteredDistill
-from ...tokens import prices_by_parts
+from ...tokens import prices_by_parts, text_price
 from .._lifecycle import PolicyLifecycle
 from .._validate import check_counter, check_int
 from ._units import buffer_xml, regroup, safe_cutoff, trim_last, units_of
@@ -218,13 +218,14 @@ class Summarization:
             candidate = len(units) - 1
         return safe_cutoff(units, candidate)
 
-    def prompt(self, units: Sequence[Message], count: Callable[[Sequence[Message]], int]) -> str | None:
+    def prompt(self, units: Sequence[Message], count: Callable[[Sequence[Message]], int], *,
+               count_text: Callable[[str], int] | None = None) -> str | None:
         """The summarizer's prompt for folding ``units`` (``None``: nothing to send, see the
-        module doc)."""
+        module doc); ``count_text`` as `trim_last` takes it."""
         if not units:
             return None
         trimmed = list(units) if self.trim_tokens_to_summarize is None else trim_last(
-            units, self.trim_tokens_to_summarize, count)
+            units, self.trim_tokens_to_summarize, count, count_text=count_text)
         if not trimmed:
             return None
         return self.summary_prompt.format(messages=buffer_xml(trimmed)).rstrip()
@@ -311,6 +312,7 @@ class SummarizationContext(_UnitLifecycle):
         super().__init__(base_system, limit=limit)
         self.config = config
         self.counter = counter
+        self._count_text = text_price(counter)
         self._events = EventHub(on_event)
         self._distill = MeteredDistill(distill, self._events)
         self.folds = 0
@@ -350,7 +352,7 @@ class SummarizationContext(_UnitLifecycle):
         return int(self.counter.count_rendered(Rendered("", tuple(units))))
 
     def _summary(self, folded: Sequence[Message]) -> str | None:
-        prompt = self.config.prompt(folded, self.count)
+        prompt = self.config.prompt(folded, self.count, count_text=self._count_text)
         if prompt is None:
             return None
         reply = self._distill(Rendered("", (UserInput(prompt),)))

@@ -136,12 +136,18 @@ def _split_lines(text: str) -> list[str]:
     return [s + "\n" for s in splits[:-1]] + splits[-1:]
 
 
-def trim_last(units: Sequence[Message], max_tokens: int, count: Callable[[Sequence[Message]], int]) -> list[Message]:
+def trim_last(units: Sequence[Message], max_tokens: int, count: Callable[[Sequence[Message]], int], *,
+              count_text: Callable[[str], int] | None = None) -> list[Message]:
     """``trim_messages(units, max_tokens=, token_counter=count, strategy="last",
     allow_partial=True, start_on="human", include_system=True)`` for units (which hold no
     system message): the newest units within ``max_tokens``, the newest one left out cut to
     its last lines that fit, then units dropped from the oldest end until a user message
-    leads. ``count`` is called on the same lists, in the same order, as LangChain calls it."""
+    leads. ``count`` is called on the same lists, in the same order, as LangChain calls it,
+    unless ``count_text`` is given: a price of a unit's text such that ``count`` of the unit
+    with text ``t`` is ``count`` of it with none, plus ``count_text(t) - count_text("")``
+    (`harpe_lab.tokens.text_price`). The cut unit's candidate texts are then priced with it,
+    line by line where the counter can, so a line tried again costs nothing: the same
+    choices, fewer encodes."""
     msgs = list(units)[::-1]
     if not msgs:
         return []
@@ -167,12 +173,16 @@ def trim_last(units: Sequence[Message], max_tokens: int, count: Callable[[Sequen
         if text:
             splits = _split_lines(text)[::-1]
             base = count(msgs[:idx])
+            if count_text is not None:
+                base += count([_with_text(msgs[idx], "")]) - count_text("")
             lo, hi = 0, len(splits)
             for _ in range(len(splits).bit_length()):
                 if lo >= hi:
                     break
                 mid = (lo + hi + 1) // 2
-                if base + count([_with_text(msgs[idx], "".join(splits[:mid]))]) <= max_tokens:
+                part = "".join(splits[:mid])
+                price = count([_with_text(msgs[idx], part)]) if count_text is None else count_text(part)
+                if base + price <= max_tokens:
                     lo = mid
                 else:
                     hi = mid - 1
