@@ -397,13 +397,14 @@ class TiktokenCounter(_Counter):
             enc = self._encoder()
         if len(text) < _CHUNKED_FROM or not self._chunkable:
             return len(enc.encode_ordinary(text))
-        return sum(map(self._chunk, _cut(text, _LINE_CUT)))
+        return self._by_chunks(text)
 
     def count_lines(self, text: str) -> int:
         if self._enc is None:
             self._encoder()
-        if not self._chunkable:
-            return self._count(text)
+        return self._by_chunks(text) if self._chunkable else self._count(text)
+
+    def _by_chunks(self, text: str) -> int:
         return sum(map(self._chunk, _cut(text, _LINE_CUT)))
 
     def _chunk_len(self, chunk: str) -> int:
