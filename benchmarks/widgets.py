@@ -78,13 +78,10 @@ def explorer_for(conversation):
 
 
 class TimedDistiller:
-    """The summarizing preset's offline distiller (an `ExtractiveDistiller` writing up to the
-    high water's number of characters), with the time its calls take in ``seconds``."""
+    """A distiller, with the time its calls take in ``seconds``."""
 
-    def __init__(self, high_water: int) -> None:
-        from harpe_lab.summarize import ExtractiveDistiller
-
-        self.distill = ExtractiveDistiller(max_chars=max(400, high_water))
+    def __init__(self, distill) -> None:
+        self.distill = distill
         self.seconds = 0.0
 
     def __call__(self, rendered):
@@ -97,12 +94,12 @@ class TimedDistiller:
 
 def replay_alone(e, high_water: int):
     """The replay a new high-water value costs the Explorer, outside it: the same preset,
-    counter and distiller (timed), no cache, nothing drawn. Returns the replay and the
-    seconds its distiller took."""
+    counter and distiller (the one the preset builds, timed), no cache, nothing drawn.
+    Returns the replay and the seconds its distiller took."""
     from harpe_lab.replay import replay
 
     params = {**e.parameters(), "high_water": high_water}
-    distill = TimedDistiller(high_water)
+    distill = TimedDistiller(e.factory(params)().distill)
     conversation = e._conversation()
     factory = e.preset.build(counter=e.counter, system=conversation.system, distill=distill, **params)
     return replay(conversation, factory, counter=e.counter, name=e.strategy.value), distill.seconds
