@@ -211,6 +211,17 @@ class TestHaystack:
         assert h.find("2 cats") == h.find("2 cats") == findable("2 cats", "We have two cats and a dog.")
 
 
+    def test_a_passage_in_many_haystacks_is_found_where_each_holds_it(self):
+        # passages are prepared once and shared between haystacks: the place is each one's own
+        long = "Intro line. " * 60 + "The launch moved to 14 March 2024."  # several chunks
+        shared = Passage(long, date(2024, 3, 1), "Ana")
+        first = Haystack(["My locker code is 4417.", "Nothing here.", shared])
+        second = Haystack([shared, "My locker code is 4417."])
+        for h, where in ((first, 2), (second, 0), (first, 2)):
+            assert h.find("14 March 2024", "When did the launch move?").passages == (where,)
+        assert second.find("4417", "What is my locker code?").passages == (1,)
+        assert first.find("4417", "What is my locker code?").passages == (0,)
+
 # --- the labelled set --------------------------------------------------------------------
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from datetime import date
 from typing import Iterable, Sequence
 
@@ -108,10 +109,12 @@ _LIST_MARKER = re.compile(r"(?m)^[ \t]*\d{1,2}[.)](?=[ \t])|(?<=[.!?:])[ \t]+\d{
 
 
 class _Prepared:
-    __slots__ = ("tokens", "joined", "stems", "numbers", "dates", "said", "owner")
+    """One chunk of a passage as the rules read it; read only, so shared by every haystack
+    that holds the passage."""
 
-    def __init__(self, p: Passage, text: str, owner: int) -> None:
-        self.owner = owner
+    __slots__ = ("tokens", "joined", "stems", "numbers", "dates", "said")
+
+    def __init__(self, p: Passage, text: str) -> None:
         self.tokens = _tokens(text)
         self.joined = f" {' '.join(self.tokens)} "
         self.stems = set(_content(self.tokens)) | set(_content(_tokens(p.speaker)))
@@ -122,6 +125,13 @@ class _Prepared:
             facts |= _relative_facts(folded, p.date)
         self.dates = facts
         self.said = {_day(p.date)} if p.date is not None else set()
+
+
+@lru_cache(maxsize=16_384)
+def _prepare(p: Passage) -> tuple[_Prepared, ...]:
+    # The haystacks of a replay's requests hold the same messages again and again (and those
+    # of the other replays of the conversation too): each is prepared once.
+    return tuple(_Prepared(p, chunk) for chunk in _chunks(_LIST_MARKER.sub(" ", p.text)))
 
 
 class Haystack:
@@ -136,9 +146,12 @@ class Haystack:
         if bad:
             raise TypeError(f"passages must be Passage objects or str, got {type(bad[0]).__name__}")
         self.passages: tuple[Passage, ...] = tuple(items)
-        self._prepared = [
-            _Prepared(p, chunk, k) for k, p in enumerate(items) for chunk in _chunks(_LIST_MARKER.sub(" ", p.text))
-        ]
+        self._prepared: list[_Prepared] = []
+        self._owners: list[int] = []  # the passage of each prepared chunk
+        for k, p in enumerate(items):
+            chunks = _prepare(p)
+            self._prepared += chunks
+            self._owners += [k] * len(chunks)
         self._by_stem: dict[str, list[int]] = {}
         self._dated = [i for i, p in enumerate(self._prepared) if p.dates]
         for i, p in enumerate(self._prepared):
@@ -169,13 +182,13 @@ class Haystack:
         if want is not None:
             for i in self._dated:
                 if any(_date_matches(w, self._prepared[i].dates) for w in want) and self._anchored(i, question):
-                    return "date", self._prepared[i].owner
+                    return "date", self._owners[i]
             # an event told on the day it happened ("I just launched…"): the passage's own
             # date, for a day or month answer, when the passage is about the question
             if question and all(w.kind in ("day", "month") for w in want):
                 for i, p in enumerate(self._prepared):
                     if p.said and any(_date_matches(w, p.said) for w in want) and self._anchored(i, question):
-                        return "date", self._prepared[i].owner
+                        return "date", self._owners[i]
         # word for word
         needle = f" {' '.join(tokens)} "
         if content:
@@ -188,7 +201,7 @@ class Haystack:
         for i in pool_list:
             p = self._prepared[i]
             if needle in p.joined and (not (bare or want) or self._anchored(i, question)):
-                return "phrase", self._prepared[i].owner
+                return "phrase", self._owners[i]
         if want is not None or not content or not words:
             return None
         # content-word recall
@@ -201,7 +214,7 @@ class Haystack:
             if hits[i] < need:
                 break
             if all(n in self._prepared[i].numbers for n in numbers) and _units_follow(tokens, self._prepared[i].tokens):
-                return "words", self._prepared[i].owner
+                return "words", self._owners[i]
         return None
 
     def find(self, answer: object, question: str = "") -> Finding:
