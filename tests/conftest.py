@@ -31,6 +31,17 @@ def real_data() -> Path:
     return REAL_DATA
 
 
+@pytest.fixture(scope="session")
+def demo_report(tmp_path_factory) -> tuple[Path, str]:
+    """`make demo`'s job, run once for the whole session (it takes half a minute): the
+    report's ``index.html`` and what the job printed. Tests only read it."""
+    from harpe_lab.demo import run_demo
+
+    lines: list[str] = []
+    index = run_demo(tmp_path_factory.mktemp("demo"), echo=lines.append)
+    return index, "\n".join(lines)
+
+
 def bundled_conversations() -> dict:
     """Every conversation of the bundled datasets, labelled ``name[k]``."""
     from harpe_lab.datasets import list_datasets, load

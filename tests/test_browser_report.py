@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 
-from harpe_lab.demo import run_demo
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -38,8 +37,8 @@ MEASURE = """() => [...document.querySelectorAll('table')].map((t, k) => {
 
 
 @pytest.fixture(scope="module")
-def report(tmp_path_factory) -> Path:
-    return run_demo(tmp_path_factory.mktemp("report"), echo=lambda *_: None)
+def report(demo_report) -> Path:
+    return demo_report[0]
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from harpe_lab import datasets
-from harpe_lab.demo import DEMO_FRACTIONS, DEMO_PRICING, DEMO_STRATEGIES, TABLE_COLUMNS, demo_replays, run_demo
+from harpe_lab.demo import DEMO_FRACTIONS, DEMO_PRICING, DEMO_STRATEGIES, TABLE_COLUMNS, demo_replays
 from harpe_lab.evaluate import with_probe_turn
 from harpe_lab.presets import PRESETS
 from harpe_lab.models import Pricing
@@ -78,18 +78,16 @@ class _Page(HTMLParser):
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory):
+def demo(demo_report):
     """The demo on every bundled dataset, and the same replays run again independently."""
-    out = tmp_path_factory.mktemp("demo")
-    lines: list[str] = []
-    index = run_demo(out, echo=lines.append)
+    index, printed = demo_report
     page = _Page()
     page.feed(index.read_text(encoding="utf-8"))
     counter = TiktokenCounter("cl100k_base")
     price = Pricing.for_model(DEMO_PRICING)
     runs = {name: demo_replays(with_probe_turn(datasets.load(name)), counter=counter, pricing=price)
             for name in datasets.list_datasets()}  # fmt: skip
-    return index, page.sections, "\n".join(lines), runs
+    return index, page.sections, printed, runs
 
 
 def test_every_preset_runs_on_every_dataset(demo):
