@@ -4,6 +4,7 @@ imports litellm or harpe_lab's litellm loader (an AST walk of the package's impo
 from __future__ import annotations
 
 import ast
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -80,7 +81,7 @@ def test_every_pending_exemption_is_still_needed():
 def test_the_walk_sees_imports_inside_functions_and_relative_ones():
     # the check would pass vacuously if the walk missed the models layer's own imports
     assert _reaches_litellm(_imported(MODELS / "_litellm.py")) == {"litellm"}
-    assert "harpe_lab.models._litellm.litellm" in _imported(MODELS / "_window.py")
+    assert "harpe_lab.models._litellm.model_entry" in _imported(MODELS / "_window.py")
 
 
 def _response(arguments, usage=None):
@@ -148,3 +149,46 @@ def test_importing_the_layer_and_its_users_loads_no_litellm():
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "false"
+
+
+class TestPriceTableWithoutLitellm:
+    """Prices and context windows come from litellm's offline table file without importing
+    litellm (seconds), and say exactly what ``litellm.model_cost`` says."""
+
+    def test_every_name_is_served_as_litellms_table_serves_it(self):
+        from harpe_lab.models._litellm import _from_file, _read_table, litellm
+
+        table = _read_table()
+        assert table is not None, "litellm's offline table file was not found in its package"
+        served = litellm().model_cost
+        rows, aliases = table
+        answered = 0
+        for name in set(rows) | set(served) | {"openai/no-such-model", ""}:
+            known, entry = _from_file(table, name)
+            if known:
+                answered += 1
+                assert entry == (dict(served[name]) if name in served else None), name
+            else:
+                assert name in aliases
+        assert answered > 0.9 * len(served)  # the file answers for nearly every name
+
+    def test_a_fresh_process_prices_without_importing_litellm(self):
+        from harpe_lab.models import Pricing
+        from harpe_lab.models._litellm import litellm
+        from harpe_lab.models._window import model_input_limit
+
+        code = (
+            "import json, sys\n"
+            "from harpe_lab.models import Pricing\n"
+            "from harpe_lab.models._window import model_input_limit\n"
+            "names = ['openai/gpt-4o', 'gpt-4o-mini', 'anthropic/claude-opus-4-6']\n"
+            "out = [[repr(Pricing.for_model(n)) for n in names], [model_input_limit(n) for n in names]]\n"
+            "print(json.dumps([out, 'litellm' in sys.modules]))\n"
+        )
+        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 0, proc.stderr
+        names = ["openai/gpt-4o", "gpt-4o-mini", "anthropic/claude-opus-4-6"]
+        out, imported = json.loads(proc.stdout)
+        assert imported is False
+        litellm()  # here litellm's own table answers: the same prices
+        assert out == [[repr(Pricing.for_model(n)) for n in names], [model_input_limit(n) for n in names]]

@@ -102,14 +102,13 @@ class Pricing:
         if cache_ttl is not None and (isinstance(cache_ttl, bool) or not isinstance(cache_ttl, (int, float))
                                       or not cache_ttl > 0):
             raise StrategyError(f"cache_ttl must be a number of seconds > 0, got {cache_ttl!r}")
-        from ._litellm import litellm
+        from ._litellm import litellm, model_entry
 
-        table = litellm().model_cost
         for key in (model, model.split("/", 1)[-1]):
-            entry = table.get(key)
+            entry = model_entry(key)
             if _priced(entry):
                 return cls._from_entry(model, entry, cache_ttl)
-        close = suggest_models(model, table)
+        close = suggest_models(model, litellm().model_cost)
         hint = f"did you mean {', '.join(close)}? " if close else "no similar name either. "
         raise StrategyError(
             f"no price for model {model!r} in litellm's offline price table; {hint}"

@@ -17,16 +17,15 @@ def model_input_limit(limit: int | str) -> int:
         if limit <= 0:
             raise HarpeLabError(f"`limit` must be a positive token count, but {limit!r} was passed.")
         return limit
-    from ._litellm import litellm
+    from ._litellm import litellm, model_entry
 
-    table = litellm().model_cost
     for key in (limit, limit.split("/", 1)[-1]):
-        entry = table.get(key) or {}
+        entry = model_entry(key) or {}
         value = entry.get("max_input_tokens") or entry.get("max_tokens")
         if value:
             return int(value)
     stem = limit.split("/")[-1][:6]
-    close = sorted(k for k in table if stem and stem in k)[:8]
+    close = sorted(k for k in litellm().model_cost if stem and stem in k)[:8]
     raise HarpeLabError(
         f"`limit` must be a token count or a model name in litellm's model table, but {limit!r} was "
         f"passed; similar names: {', '.join(close) or 'none'}."
