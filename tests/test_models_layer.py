@@ -138,17 +138,21 @@ class TestFailures:
         assert "sk-abcdef123" not in explain(exc, "m", 1.0, ["sk-abcdef123"])
 
 
+def _in_a_fresh_process(code: str) -> object:
+    """Run ``code`` in a new interpreter; what it printed, as JSON."""
+    proc = subprocess.run([sys.executable, "-c", "import json, sys\n" + code], capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
 def test_importing_the_layer_and_its_users_loads_no_litellm():
-    code = (
-        "import json, sys\n"
+    assert _in_a_fresh_process(
         "import harpe_lab.models, harpe_lab.agent, harpe_lab.summarize, harpe_lab.evaluate\n"
         "from harpe_lab.models import CachedModel\n"
         "CachedModel('openai/x', cache=False); harpe_lab.agent.Brain('openai/x')\n"
         "print(json.dumps('litellm' in sys.modules))\n"
-    )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip() == "false"
+    ) is False
 
 
 class TestPriceTableWithoutLitellm:
@@ -177,18 +181,14 @@ class TestPriceTableWithoutLitellm:
         from harpe_lab.models._litellm import litellm
         from harpe_lab.models._window import model_input_limit
 
-        code = (
-            "import json, sys\n"
+        names = ["openai/gpt-4o", "gpt-4o-mini", "anthropic/claude-opus-4-6"]
+        out, imported = _in_a_fresh_process(
             "from harpe_lab.models import Pricing\n"
             "from harpe_lab.models._window import model_input_limit\n"
-            "names = ['openai/gpt-4o', 'gpt-4o-mini', 'anthropic/claude-opus-4-6']\n"
+            f"names = {names!r}\n"
             "out = [[repr(Pricing.for_model(n)) for n in names], [model_input_limit(n) for n in names]]\n"
             "print(json.dumps([out, 'litellm' in sys.modules]))\n"
         )
-        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-        assert proc.returncode == 0, proc.stderr
-        names = ["openai/gpt-4o", "gpt-4o-mini", "anthropic/claude-opus-4-6"]
-        out, imported = json.loads(proc.stdout)
         assert imported is False
         litellm()  # here litellm's own table answers: the same prices
         assert out == [[repr(Pricing.for_model(n)) for n in names], [model_input_limit(n) for n in names]]
