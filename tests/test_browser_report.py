@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 
-
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 CHROMIUM = Path("/usr/bin/chromium")

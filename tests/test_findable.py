@@ -210,7 +210,6 @@ class TestHaystack:
         h = Haystack(["We have two cats and a dog."])
         assert h.find("2 cats") == h.find("2 cats") == findable("2 cats", "We have two cats and a dog.")
 
-
     def test_a_passage_in_many_haystacks_is_found_where_each_holds_it(self):
         # passages are prepared once and shared between haystacks: the place is each one's own
         long = "Intro line. " * 60 + "The launch moved to 14 March 2024."  # several chunks
@@ -221,6 +220,7 @@ class TestHaystack:
             assert h.find("14 March 2024", "When did the launch move?").passages == (where,)
         assert second.find("4417", "What is my locker code?").passages == (1,)
         assert first.find("4417", "What is my locker code?").passages == (0,)
+
 
 # --- the labelled set --------------------------------------------------------------------
 
