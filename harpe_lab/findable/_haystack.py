@@ -6,8 +6,8 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
-from functools import lru_cache
 from datetime import date
+from functools import lru_cache
 from typing import Iterable, Sequence
 
 from ._dates import _absolute_facts, _answer_date, _date_matches, _day, _relative_facts
