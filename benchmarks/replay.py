@@ -542,9 +542,9 @@ def _remains(big: Any, small: Any, name: str, budget: int, cold: float, floor_s:
         detail=(f"{1e6 * warm2 / requests:.0f} µs a request ({requests} requests), {warm2 / cold:.0%} of the cold "
                 f"replay's {cold:.3f} s (floor {floor_s:.3f} s); tokenizing the text it wrote, which the floor "
                 f"never counts, {1000 * text_s:.0f} ms ({texts:,} texts, {chars / 1000:,.0f}k characters; "
-                f"{text_s / floor_s:.2f} of the ratio), in the cold replay, not in this one; the engine alone {1000 * engine_s:.0f} ms (the same "
-                f"requests played back to it, no strategy work), so the strategy's own work about "
-                f"{1000 * max(0.0, warm2 - engine_s):.0f} ms; warm 2N / N {warm2 / warm1:.2f}; the cyclic "
+                f"{text_s / floor_s:.2f} of the ratio), in the cold replay, not in this one; the engine alone "
+                f"{1000 * engine_s:.0f} ms (the same requests played back to it, no strategy work), so the "
+                f"strategy's own work about {1000 * max(0.0, warm2 - engine_s):.0f} ms; warm 2N / N {warm2 / warm1:.2f}; the cyclic "
                 f"garbage collector {1000 * collected:.0f} ms of it; own time: "
                 + ", ".join(f"{w} {t / total:.0%}" for w, t in top)),
     )  # fmt: skip

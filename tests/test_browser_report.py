@@ -36,11 +36,6 @@ MEASURE = """() => [...document.querySelectorAll('table')].map((t, k) => {
 
 
 @pytest.fixture(scope="module")
-def report(demo_report) -> Path:
-    return demo_report[0]
-
-
-@pytest.fixture(scope="module")
 def browser():
     """A headless Chromium (Debian's, a fresh profile) driven by Playwright, 1,280 px wide."""
     if not CHROMIUM.exists():
@@ -65,12 +60,12 @@ def browser():
 
 
 @pytest.fixture(scope="module")
-def page(browser, report):
-    """The report, opened."""
+def page(browser, demo_report):
+    """The report `make demo`'s job wrote (once for the test session), opened."""
     page = browser.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
-    page.goto(report.resolve().as_uri(), wait_until="load")
+    page.goto(demo_report[0].resolve().as_uri(), wait_until="load")
     folder = os.environ.get("HARPE_LAB_SCREENSHOTS")
     if folder:
         Path(folder).mkdir(parents=True, exist_ok=True)
