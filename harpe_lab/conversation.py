@@ -198,6 +198,16 @@ class Conversation:
             "probes": len(self.probes),
         }
 
+    def models(self) -> dict[str, int]:
+        """The models the recording names in its usage, with how many replies each made,
+        most first (``{}`` when it names none)."""
+        calls: dict[str, int] = {}
+        for turn in self.turns:
+            for u in turn.usage:
+                if u.model and u.model != "<synthetic>":  # Claude Code's stand-in for a reply no model wrote
+                    calls[u.model] = calls.get(u.model, 0) + 1
+        return dict(sorted(calls.items(), key=lambda kv: -kv[1]))
+
     def __repr__(self) -> str:
         s = self.summary()
         return f"Conversation({self.id!r}, {s['turns']} turns, {s['messages']} messages)"

@@ -7,6 +7,7 @@
      ├── StrategyError     (also ValueError: a strategy was configured or behaved wrongly)
      │    └── BudgetError  (what must be kept does not fit the budget)
      ├── ImportFormatError (also ValueError: a transcript in no known format)
+     ├── ConversationIndexError (also IndexError and KeyError: no such conversation in a file)
      ├── EvaluationError   (also ValueError: a probe does not fit the replay it is applied to)
      ├── AgentError        (also ValueError: ask/chat was given something it cannot use)
      └── ModelError        (a model call through litellm failed)
@@ -23,6 +24,7 @@ __all__ = [
     "StrategyError",
     "BudgetError",
     "ImportFormatError",
+    "ConversationIndexError",
     "ModelError",
     "EvaluationError",
     "AgentError",
@@ -67,6 +69,13 @@ class BudgetError(StrategyError):
 
 class ImportFormatError(HarpeLabError, ValueError):
     """A transcript file is in no format harpe_lab knows, or is malformed for its format."""
+
+
+class ConversationIndexError(HarpeLabError, IndexError, KeyError):
+    """``index=`` names no conversation of a multi-conversation file (the message lists the ids)."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""
 
 
 class ModelError(HarpeLabError):

@@ -55,7 +55,10 @@ The TTL is measured on the recording's request times (a turn's ``metadata["reque
 one per reply, seconds since the epoch, as `harpe_lab.importers.load_claude_code` records
 them), from the last request that has one; without them nothing expires. A request the
 recording's agent sent with its cached messages invalidated (``metadata["cache_resets"]``,
-the indices of such replies in the turn) reads only the system prompt and tools.
+the indices of such replies in the turn) reads only the system prompt and tools. The first
+request reads what the recording's first call read from the cache, up to the system prompt
+and tools: an agent's earlier sessions leave its own prefix cached (Claude Code's first call
+reads 11–18k of its ~26k fixed tokens), and that is the state every strategy starts from.
 """
 
 from __future__ import annotations
@@ -73,7 +76,7 @@ from ._session import ProviderSession, Sent
 from .conversation import Conversation
 from .errors import HarpeLabError, StrategyError
 from .messages import AssistantMessage, Message, Rendered, ToolResults, Usage
-from .models import Pricing
+from .models import CallPricing, Pricing
 from .protocol import ContextCompacted, DeclaresLimit, DistillCall, HoldsSummary, Limit, ReportsEvents
 from .tokens import REPLY_PRIMING
 
@@ -379,13 +382,28 @@ def _strategy(context: Callable[[], Any]) -> Any:
     return ctx
 
 
+def _pricing(pricing: str | Pricing | CallPricing | None, conversation: Conversation) -> Pricing | CallPricing | None:
+    """The prices a replay uses: ``"auto"`` prices each call by the model the recording names
+    for it (``None`` when it names none); a model name on a provider whose callers choose the
+    cache TTL (Anthropic) takes the one the recording's agent chose."""
+    ttl = conversation.metadata.get("cache_ttl")
+    if pricing == "auto":
+        return CallPricing.for_models(conversation.models(), cache_ttl=ttl)
+    if not isinstance(pricing, str):
+        return pricing
+    price = Pricing.for_model(pricing)
+    if ttl and price.cache is not None and price.cache.kind == "breakpoints":
+        price = Pricing.for_model(pricing, cache_ttl=ttl)
+    return price
+
+
 def replay(
     conversation: Conversation,
     context: Callable[[], Any],
     *,
     counter: Any,
     tools: Sequence[Mapping[str, Any]] = (),
-    pricing: str | Pricing | None = None,
+    pricing: str | Pricing | CallPricing | None = None,
     on_event: Callable[[ReplayEvent], None] | None = None,
     name: str | None = None,
 ) -> Replay:
@@ -396,6 +414,9 @@ def replay(
     ``pricing`` a model name in litellm's price table (or a `Pricing`) for the cost and
     cache columns — a name on a provider whose callers choose the cache TTL (Anthropic) takes
     the one the recording's agent chose, ``conversation.metadata["cache_ttl"]``, when recorded;
+    ``"auto"`` (or a `CallPricing`) prices each call by the model that made it (the reply's
+    recorded model; a call with none, by the last recorded before it); a call by another
+    model than the call before it reads nothing from the prompt cache (caches are per model);
     ``on_event`` receives each `ReplayEvent` as it happens. Raises `StrategyError` naming
     the strategy and the request when a context breaks an invariant.
     """
@@ -403,11 +424,7 @@ def replay(
         raise TypeError(f"replay takes a Conversation, got {type(conversation).__name__}")
     ctx = _strategy(context)
     strategy = name or type(ctx).__name__
-    price = Pricing.for_model(pricing) if isinstance(pricing, str) else pricing
-    ttl = conversation.metadata.get("cache_ttl")
-    if isinstance(pricing, str) and ttl and price.cache is not None and price.cache.kind == "breakpoints":
-        price = Pricing.for_model(pricing, cache_ttl=ttl)
-    cache = price.cache if price is not None else None
+    book = _pricing(pricing, conversation)
     tools = tuple(tools)
     limit = ctx.limit if isinstance(ctx, DeclaresLimit) else None
     if limit is not None and not isinstance(limit, Limit):
@@ -459,6 +476,11 @@ def replay(
     available = 0  # messages the full history holds now
     prev: tuple[str, int] | None = None  # the previous request's system prompt and length
     prev_at: float | None = None  # when the previous request went out (recorded), if known
+    # the first call's recorded cache reads: the prefix already cached when the session began
+    first_usage = conversation.turns[0].usage if conversation.turns else ()
+    warm = first_usage[0].cache_read_tokens if first_usage and first_usage[0] is not None else 0
+    # the model of the current call: the recorded one, else the last one recorded
+    model = prev_model = next(iter(conversation.models()), "")
     limit_tokens = None if limit is None else limit.tokens
     for t, turn in enumerate(conversation.turns):
         msgs = rec.turns[t]
@@ -485,14 +507,27 @@ def replay(
             cached = 0
             if prev is not None and prev[0] == system:  # the system prompt and tools are shared too
                 cached = fixed - REPLY_PRIMING + session.prefix_tokens(session.shared)
+            recorded = usage[step] if reply is not None and step < len(usage) else None
+            if recorded is not None and recorded.model:
+                model = recorded.model
+            price = book.for_call(model) if isinstance(book, CallPricing) else book
+            cache = price.cache if price is not None else None
             read = write = 0
             at = times[step] if step < len(times) else None
             if cache is not None:
                 gap = None if at is None or prev_at is None else at - prev_at
-                same_fixed = fixed - REPLY_PRIMING if prev is not None and prev[0] == system else 0
-                extends = prev is not None and not compacted and step not in resets
-                read, write = cache.split(prompt=input_tokens - REPLY_PRIMING, shared=cached,
-                                          extends=extends, fixed=same_fixed, gap=gap)
+                # another model's cache holds nothing this model can read
+                same_model = model == prev_model
+                same_fixed = fixed - REPLY_PRIMING if prev is not None and prev[0] == system and same_model else 0
+                extends = prev is not None and not compacted and step not in resets and same_model
+                if prev is None and warm:  # what an earlier session left: the agent's own system prompt and tools
+                    same_fixed = min(warm, fixed - REPLY_PRIMING)
+                    read, write = cache.split(prompt=input_tokens - REPLY_PRIMING, shared=same_fixed,
+                                              extends=False, fixed=same_fixed, gap=None)
+                else:
+                    read, write = cache.split(prompt=input_tokens - REPLY_PRIMING, shared=cached if same_model else 0,
+                                              extends=extends, fixed=same_fixed, gap=gap)
+            prev_model = model
             if at is not None:  # a request with no time (one the recording never made) refreshes nothing
                 prev_at = at
             folded = listener.folded
@@ -500,7 +535,6 @@ def replay(
                 mark_summarized(t, i)
                 listener.folded = False
             d_calls, d_in, d_out = listener.take_distill()
-            recorded = usage[step] if reply is not None and step < len(usage) else None
             out_tokens = 0
             if reply is not None:
                 out_tokens = recorded.output_tokens if recorded is not None and recorded.output_tokens else counter.count_message(reply)

@@ -225,7 +225,15 @@ class TestReplayOutput:
         inputs = sum(r["input_tokens"] for r in doc["requests"])
         assert doc["totals"]["cost_usd"] >= inputs * price.input > 0
         code, out, _ = run(["replay", chat, "--pricing", "openai/gpt-4o"], capsys)
-        assert "priced as openai/gpt-4o" in out and "cost (USD): $" in out
+        assert "prices (USD per million tokens): openai/gpt-4o input 2.5, output 10" in out
+        assert "cost (USD): $" in out
+
+    def test_no_model_named_means_no_cost_and_says_so(self, chat, capsys):
+        code, out, _ = run(["replay", chat], capsys)
+        assert code == 0
+        assert "prices: none (the recording names no model; pass --pricing MODEL)" in out
+        assert "cost (USD)" not in out
+        assert "counter: cl100k_base, uncalibrated: the recording has no provider usage" in out
 
     def test_counters_differ(self, chat, capsys):
         sizes = {}
@@ -343,11 +351,12 @@ class TestProcess:
 @pytest.mark.skipif(not (REAL / "claude_code").is_dir(), reason="real Claude Code sessions are not on this machine")
 def test_real_claude_code_session(capsys):
     session = REAL / "claude_code" / "4d5611e5-241a-462a-8d15-5122611a9569.jsonl"
-    code, out, err = run(["replay", session, "--strategy", "sliding", "--budget", "120000", "--format", "json"],
+    code, out, err = run(["replay", session, "--strategy", "autogen-token-limited", "--budget", "120000", "--format", "json"],
                          capsys)
     assert code == 0, err
     doc = json.loads(out)
     assert doc["format"] == "claude_code"
+    assert doc["calibrated"] and doc["counter"] == "cl100k_base"
     assert doc["totals"]["requests"] > 100
     assert doc["totals"]["input_tokens_max"] <= 120_000
     # recorded usage is carried through for comparison with the simulation

@@ -118,11 +118,17 @@ def _parser() -> argparse.ArgumentParser:
                    help="the strategy's limit in tokens (default: the strategy's own; see --list)")
     p.add_argument("--set", action="append", default=[], metavar="KNOB=VALUE", dest="knobs",
                    help="set another knob of the strategy, e.g. --set n=50 (repeatable; see --list)")
+    p.add_argument("--index", default=None, metavar="ID|N",
+                   help="which conversation of a file that holds several (LoCoMo, tau-bench, ...): its id or "
+                        "its position (default: the first)")
     p.add_argument("--counter", type=_choice("--counter", COUNTERS), default="cl100k_base", metavar="NAME",
-                   help=f"token counter: {', '.join(COUNTERS)} (default: cl100k_base)")
-    p.add_argument("--pricing", default=None, metavar="MODEL",
-                   help="price the requests with litellm's offline price table for MODEL, e.g. openai/gpt-4o "
-                        "(default: no cost column)")
+                   help=f"tokenizer: {', '.join(COUNTERS)} (default: cl100k_base), calibrated on the recording's "
+                        "provider usage when it has some")
+    p.add_argument("--no-calibrate", action="store_true",
+                   help="count with the tokenizer alone, even when the recording has provider usage")
+    p.add_argument("--pricing", default="auto", metavar="auto|MODEL",
+                   help="auto (default): price each call by the model the recording names for it; MODEL: price "
+                        "every call as MODEL from litellm's offline price table, e.g. openai/gpt-4o; none: no cost")
     p.add_argument("--format", type=_choice("--format", FORMATS), default="table", metavar="FORMAT",
                    help="table (for people, default), json or csv (for scripts)")
     p.set_defaults(_target=("harpe_lab.cli.replay", "cli_replay"))

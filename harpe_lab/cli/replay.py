@@ -108,17 +108,7 @@ def list_presets(out: Any = None) -> None:
 # --- loading --------------------------------------------------------------------------------
 
 
-def _counter(name: str) -> Any:
-    from ..tokens import ApproxCounter, BytesCounter, TiktokenCounter
-
-    if name == "bytes":
-        return BytesCounter()
-    if name == "approx":
-        return ApproxCounter()
-    return TiktokenCounter(name)
-
-
-def _load(path: str) -> Any:
+def _load(path: str, index: str | None = None) -> Any:
     from ..importers import FORMATS, detect_format, load_any
     from ..importers._common import read_source
 
@@ -131,7 +121,19 @@ def _load(path: str) -> Any:
             "OpenAI chat messages (a JSON list of {\"role\", \"content\"} objects), or run again with "
             "--traceback to see why each format did not fit"
         ) from err
-    return load_any(src)
+    which = None if index is None else int(index) if re.fullmatch(r"-?\d+", index.strip()) else index
+    return load_any(src, index=which)
+
+
+def _measure(args: argparse.Namespace, conversation: Any) -> Any:
+    """The counter and prices the replay uses (`harpe_lab.measure`: calibrated, priced per call)."""
+    from ..measure import measure
+
+    pricing = None if args.pricing == "none" else args.pricing
+    try:
+        return measure(conversation, counter=args.counter, calibrate=not args.no_calibrate, pricing=pricing)
+    except StrategyError as err:  # an unknown model name
+        raise UsageError(f"--pricing: {' '.join(str(err).split())}") from err
 
 
 _ADVICE = re.compile(r"\.\s+(Raise|Lower|Pass|Increase|Use|Shorten|Unpin)\b.*$", re.S)
@@ -198,6 +200,36 @@ def _replay(args: argparse.Namespace, factory: Any, conversation: Any, counter: 
                           "Raise --budget or choose another strategy (`harpe-lab replay --list`).") from err
 
 
+def _against_recorded(frame: Any, m: Any) -> list[str]:
+    """The replayed compactions beside the recorded ones, and the replay's cost beside the
+    recorded cost up to the first recorded compaction (where the two histories part)."""
+    replayed = [int(i) for i in frame.loc[frame["compacted"], "request"]]
+    rec = m.recorded
+    if rec is None or not len(rec.calls):
+        return [f"replayed compactions: {_requests(replayed)}"]
+    recorded = [c.request for c in rec.compactions]
+    lines = [f"replayed compactions: {_requests(replayed)} · recorded: {_requests(recorded)}"]
+    cut = recorded[0] if recorded else rec.requests
+    calls = rec.until(cut)
+    # only the requests the provider recorded: a cut-off last request has no bill to compare
+    mine = frame.loc[frame["request"].isin(calls["request"]), "cost_usd_cached"].sum(min_count=1)
+    theirs = calls["cost_usd_cached"].sum(min_count=1)
+    if not (math.isnan(mine) or math.isnan(theirs)) and theirs > 0:
+        where = (f"before the first recorded compaction ({len(calls):,} recorded calls)" if recorded
+                 else f"over the {len(calls):,} recorded calls")
+        lines.append(f"cost with caching {where}: replayed ${mine:,.2f}, recorded ${theirs:,.2f} "
+                     f"({mine / theirs - 1:+.1%})")
+    return lines
+
+
+def _requests(indices: list[int]) -> str:
+    if not indices:
+        return "none"
+    shown = ", ".join(str(i) for i in indices[:12])
+    more = f", … ({len(indices) - 12} more)" if len(indices) > 12 else ""
+    return f"{len(indices)} at request{'s' * (len(indices) > 1)} {shown}{more}"
+
+
 # --- output ---------------------------------------------------------------------------------
 
 
@@ -228,27 +260,21 @@ def cli_replay(args: argparse.Namespace) -> int:
     if knob is None and args.budget is not None:
         raise UsageError(f"--budget does not apply to the {args.strategy!r} strategy (it has no budget); "
                          "drop --budget or choose a strategy with one (`harpe-lab replay --list`)")
-    pricing = None
-    if args.pricing is not None:
-        from ..models import Pricing
-
-        try:
-            pricing = Pricing.for_model(args.pricing)
-        except StrategyError as err:
-            raise UsageError(f"--pricing: {' '.join(str(err).split())}") from err
     knobs = _knob_values(args, preset)
     budget = args.budget
     if knob is not None and budget is None:
         budget = knobs.get(knob.name, knob.default)
-    counter = _counter(args.counter)
-    conversation = _load(args.path)
-    factory = _factory(args, knobs, conversation, counter)
-    result = _replay(args, factory, conversation, counter, pricing, budget)
+    conversation = _load(args.path, args.index)
+    m = _measure(args, conversation)
+    factory = _factory(args, knobs, conversation, m.counter)
+    result = _replay(args, factory, conversation, m.counter, m.pricing, budget)
 
     frame = result.requests
-    columns = list(_COLUMNS) + (list(_COST_COLUMNS) if pricing is not None else [])
-    totals_spec = list(_TOTALS) + (list(_COST_TOTALS) if pricing is not None else [])
+    priced = m.pricing is not None
+    columns = list(_COLUMNS) + (list(_COST_COLUMNS) if priced else [])
+    totals_spec = list(_TOTALS) + (list(_COST_TOTALS) if priced else [])
     totals = result.totals()
+    against = _against_recorded(frame, m)
 
     if args.format == "csv":
         frame[[c for c, _, _ in columns]].to_csv(sys.stdout, index=False)
@@ -261,8 +287,8 @@ def cli_replay(args: argparse.Namespace) -> int:
             "conversation": conversation.id,
             "strategy": args.strategy,
             "budget": budget,
-            "counter": args.counter,
-            "pricing": args.pricing,
+            **m.as_dict(),
+            "replayed_compactions": [int(i) for i in frame.loc[frame["compacted"], "request"]],
             "totals": {k: _clean(totals[k]) for k, _, _ in totals_spec if k in totals},
             "requests": [{c: _clean(v) for c, v in zip([c for c, _, _ in columns], row)}
                          for row in frame[[c for c, _, _ in columns]].itertuples(index=False)],
@@ -271,9 +297,10 @@ def cli_replay(args: argparse.Namespace) -> int:
         return 0
 
     limit = f" at {knob.name.replace('_', ' ')} {budget:,} {knob.unit}" if knob is not None and budget else ""
-    price = f" · priced as {pricing.model}" if pricing is not None else " · no pricing (add --pricing MODEL)"
     print(f"{args.path}: {_describe(conversation)}")
-    print(f"strategy {args.strategy}{limit} · counter {args.counter}{price}")
+    print(f"strategy {args.strategy}{limit}")
+    for line in m.lines():
+        print(line)
     print()
     rows = [[fmt(v) for (_, _, fmt), v in zip(columns, row)]
             for row in frame[[c for c, _, _ in columns]].itertuples(index=False)]
@@ -283,4 +310,7 @@ def cli_replay(args: argparse.Namespace) -> int:
     for key, lbl, fmt in totals_spec:
         if key in totals:
             print(f"{lbl:>{label}}: {fmt(totals[key])}")
+    print()
+    for line in against:
+        print(line)
     return 0

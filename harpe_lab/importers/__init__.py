@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 from ..conversation import Conversation
-from ..errors import ImportFormatError
+from ..errors import ConversationIndexError, ImportFormatError
 from . import claude_code as _claude_code
 from . import codex as _codex
 from . import locomo as _locomo
@@ -119,7 +119,8 @@ class _Format:
 def _single(load: Callable[[Any], Conversation]) -> Callable[[Source, Any], Conversation]:
     def one(src: Source, index: Any) -> Conversation:
         if index not in (0, None):
-            raise IndexError(f"{src.path}: holds one conversation; index {index!r} does not apply")
+            raise ConversationIndexError(f"{src.path}: holds one conversation; index {index!r} does not apply "
+                                         "(leave it out, or pass 0)")
         return load(src)
 
     return one

@@ -15,7 +15,7 @@ from types import MappingProxyType
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from ..conversation import Conversation, Probe, RecordedCompaction, Turn
-from ..errors import ImportFormatError
+from ..errors import ConversationIndexError, ImportFormatError
 from ..messages import AssistantMessage, Attachment, Message, ToolResult, ToolResults, Usage, UserInput, parse_arguments
 
 __all__ = [
@@ -174,12 +174,19 @@ def select(items: Sequence[Any], index: int | str, ident: Callable[[Any, int], s
     if isinstance(index, int):
         if -n <= index < n:
             return index % n
-        raise IndexError(f"{path}: index {index} is out of range; the file holds {n} {what}")
+        raise ConversationIndexError(f"{path}: index {index} is out of range; the file holds {n} {what} "
+                                     f"(positions 0 to {n - 1}; ids: {_ids(items, ident)})")
     for i, item in enumerate(items):
         if ident(item, i) == index:
             return i
-    sample = ", ".join(repr(ident(items[i], i)) for i in range(min(n, 5)))
-    raise KeyError(f"{path}: no {what[:-1] if what.endswith('s') else what} with id {index!r}; ids look like {sample}")
+    one = what[:-1] if what.endswith("s") else what
+    raise ConversationIndexError(f"{path}: no {one} with id {index!r}; the file holds {n} {what}, "
+                                 f"ids: {_ids(items, ident)} (or a position 0 to {n - 1})")
+
+
+def _ids(items: Sequence[Any], ident: Callable[[Any, int], str], shown: int = 10) -> str:
+    ids = ", ".join(repr(ident(items[i], i)) for i in range(min(len(items), shown)))
+    return ids + (f", … ({len(items) - shown:,} more)" if len(items) > shown else "")
 
 
 def text_of(content: Any) -> tuple[str, tuple[Attachment, ...]]:

@@ -46,7 +46,9 @@ Anthropic API ``message``, plus bookkeeping (``progress``, ``system``, ``queue-o
   mid-turn is queued and never written as a user record), the next request read only the
   system prompt and tools from the cache in 3 of the 4 such requests of the recorded
   sessions (Claude Code 2.1.39; the fourth read everything), and no other request within
-  the TTL fell short. A turn's ``metadata["cache_resets"]`` lists the indices (as in
+  the TTL fell short. The same after ``/mcp`` (the MCP servers reconnected: their tools,
+  sent after the built-in ones, are sent anew; the one recorded case read only the built-in
+  part, 18,014 tokens, and wrote the rest). A turn's ``metadata["cache_resets"]`` lists the indices (as in
   ``request_times``) of those requests; the replay prices their messages as written again.
 """
 
@@ -70,6 +72,7 @@ RECORD_TYPES = frozenset(
 )
 _INTERRUPT = "[Request interrupted by user"
 _NOTIFICATION = "<task-notification>"
+_MCP = "<command-name>/mcp</command-name>"
 
 
 def load_claude_code(path: Any) -> Conversation:
@@ -259,7 +262,7 @@ class _Reader:
         if not inputs:
             return
         text, files = text_of(inputs)
-        if text.startswith(_NOTIFICATION):
+        if text.startswith(_NOTIFICATION) or text.startswith(_MCP):
             self.notified = True
         if text.startswith(_INTERRUPT) and not files:
             self.flush()

@@ -14,7 +14,10 @@ messages form the system prompt; consecutive assistant items (text and tool call
 one `AssistantMessage`, their outputs one `ToolResults`. ``reasoning`` items are not
 message text (their summaries go to the turn's ``metadata["reasoning"]``). Each
 ``token_count`` event gives the preceding reply its usage row (``input_tokens`` already
-counts the cached part). Ids are ``"l<line>"`` of the item's line.
+counts the cached part). Ids are ``"l<line>"`` of the item's line. A ``compacted`` record
+is placed after the messages its turn held (Codex compacts between model calls), with the
+last call's input as its size; ``model_context_window`` (``task_started``, ``token_count``)
+becomes ``metadata["context_window"]``.
 Written from Codex CLI's rollout format (0.2x–0.4x) and tested on hand-written fixtures.
 """
 
@@ -122,6 +125,7 @@ def _read(src: Source) -> Conversation:
     models: list[str] = []
     compactions: list[RecordedCompaction] = []
     last_total: Any = None
+    last_input: int | None = None  # the last call's input tokens: the size a compaction starts from
     records = src.records
     enveloped = isinstance(records[0][1], Mapping) and "payload" in records[0][1]
     for lineno, rec in records:
@@ -150,9 +154,18 @@ def _read(src: Source) -> Conversation:
         elif kind == "compacted":
             st.flush()
             st.input_open = False
-            compactions.append(RecordedCompaction(turn=max(len(st.builder) - 1, 0),
-                                                  summary=str(payload.get("message", ""))))
+            # Codex compacts inline, between a turn's model calls: after the messages held so far
+            turn = st.builder.current
+            held = 1 + len(turn.messages) if turn is not None and turn.messages else None
+            compactions.append(RecordedCompaction(turn=max(len(st.builder) - 1, 0), message=held,
+                                                  summary=str(payload.get("message", "")),
+                                                  pre_tokens=last_input))
         elif kind == "event_msg":
+            window = payload.get("model_context_window")
+            if isinstance(payload.get("info"), Mapping):
+                window = payload["info"].get("model_context_window") or window
+            if isinstance(window, int) and window > 0:
+                meta["context_window"] = window
             if payload.get("type") == "token_count" and isinstance(payload.get("info"), Mapping):
                 info = payload["info"]
                 last = info.get("last_token_usage")
@@ -160,6 +173,7 @@ def _read(src: Source) -> Conversation:
                 if isinstance(last, Mapping) and total != last_total:
                     last_total = total
                     st.flush_reply()
+                    last_input = int(last.get("input_tokens") or 0) or last_input
                     if st.replies:
                         usage = Usage(
                             input_tokens=int(last.get("input_tokens") or 0),

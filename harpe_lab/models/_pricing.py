@@ -1,5 +1,6 @@
 """Prices per token for one model, from litellm's bundled (offline) price table, with the
-provider's prompt-cache rule (`PromptCache`), and the price of one reply."""
+provider's prompt-cache rule (`PromptCache`); per-call prices for a recording made by several
+models (`CallPricing`); and the price of one reply."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from ..errors import StrategyError
 from ..messages import Usage
 from ._prompt_cache import ANTHROPIC_TTLS, PREFIX_CACHE, PromptCache
 
-__all__ = ["Pricing", "suggest_models", "reply_cost"]
+__all__ = ["Pricing", "CallPricing", "suggest_models", "reply_cost"]
 
 
 def _norm(name: str) -> str:
@@ -161,3 +162,55 @@ def reply_cost(model: str, usage: Usage | None) -> float:
     except lm.exceptions.ModelNotMappedError:
         return math.nan
     return float(inp) + float(out)
+
+
+@dataclass(frozen=True)
+class CallPricing:
+    """Prices each model call by the model that made it: a mixed session (Opus for the main
+    loop, Haiku for small tasks) is priced call by call, not all as one model.
+
+    ``models`` maps a recorded model name to its `Pricing`; a call whose model is unknown
+    (none recorded, or not in the price table: ``unpriced``) is priced as ``default``, the
+    model that made the most calls.
+    """
+
+    default: Pricing
+    models: Mapping[str, Pricing]
+    calls: Mapping[str, int]
+    """How many recorded calls each model made."""
+    unpriced: tuple[str, ...] = ()
+    """Models the recording names that the price table does not know (priced as ``default``)."""
+
+    def for_call(self, model: str | None) -> Pricing:
+        return self.models.get(model, self.default) if model else self.default
+
+    @property
+    def model(self) -> str:
+        """The models, most calls first: ``claude-opus-4-6`` or ``claude-opus-4-6 ×84, claude-haiku-4-5 ×133``."""
+        if len(self.models) <= 1:
+            return self.default.model
+        order = sorted(self.models, key=lambda m: -self.calls.get(m, 0))
+        return ", ".join(f"{m} ×{self.calls.get(m, 0):,}" for m in order)
+
+    @classmethod
+    def for_models(cls, calls: Mapping[str, int], *, cache_ttl: float | None = None) -> "CallPricing | None":
+        """Per-call prices for the recorded ``calls`` (model name → number of calls) from
+        litellm's offline table; ``None`` when no model named there has a price."""
+        priced: dict[str, Pricing] = {}
+        unpriced: list[str] = []
+        for name in sorted(calls, key=lambda m: -calls[m]):
+            try:
+                priced[name] = _for_recorded(name, cache_ttl)
+            except StrategyError:
+                unpriced.append(name)
+        if not priced:
+            return None
+        return cls(priced[next(iter(priced))], priced, dict(calls), tuple(unpriced))
+
+
+def _for_recorded(name: str, cache_ttl: float | None) -> Pricing:
+    """A recorded model name's prices; a TTL only where the provider lets callers choose it."""
+    plain = Pricing.for_model(name)
+    if cache_ttl and plain.cache is not None and plain.cache.kind == "breakpoints":
+        return Pricing.for_model(name, cache_ttl=cache_ttl)
+    return plain

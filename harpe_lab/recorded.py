@@ -1,0 +1,211 @@
+"""What really happened in a recording: its model calls as the provider reported them, what
+they cost, and where the recording's agent compacted.
+
+A replay says what a strategy *would* have sent; `recorded` says what the agent *did* send,
+from the usage the provider reported per reply, so every surface can show the two side by
+side. Requests are numbered as the replay engine numbers them (one per model call, a
+turn's unanswered last tool round included), so ``request`` here and in `Replay.requests`
+name the same call.
+
+``Recorded.calls`` columns (one row per request that has recorded usage):
+
+=====================  ==================================================================
+request, turn, step    as in the replay's request frame
+model                  the model that made the call ("" when the recording names none)
+input_tokens           the provider's input tokens, cached parts included
+cache_read_tokens      of them, read from the prompt cache
+cache_write_tokens     of them, written to the prompt cache
+output_tokens          the reply's tokens
+cost_usd               priced without prompt caching, by the call's own model
+cost_usd_cached        priced as billed: fresh, cache reads and cache writes at their prices
+=====================  ==================================================================
+
+The declared window is the recording's own when it states one
+(``metadata["context_window"]``, as Codex rollouts do), Claude Code's 200,000 for a Claude
+Code session (the window its auto-compact assumes; litellm's table lists 1,000,000 for
+Opus 4.6, the long-context beta), else the main model's input limit in litellm's table.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from .conversation import Conversation
+from .messages import AssistantMessage
+from .models import CallPricing
+
+__all__ = ["Recorded", "RecordedPoint", "recorded", "CALL_COLUMNS"]
+
+CALL_COLUMNS = ("request", "turn", "step", "model", "input_tokens", "cache_read_tokens", "cache_write_tokens",
+                "output_tokens", "cost_usd", "cost_usd_cached")
+CLAUDE_CODE_WINDOW = 200_000
+
+
+@dataclass(frozen=True, kw_only=True)
+class RecordedPoint:
+    """One compaction the recording's agent made: the first request sent after it, its
+    trigger, and the input tokens the provider reported just before and just after."""
+
+    request: int
+    turn: int
+    trigger: str
+    tokens_before: int | None
+    """The agent's own figure when it recorded one (Claude Code's ``preTokens``), else the
+    last recorded input before the compaction."""
+    tokens_after: int | None
+    """The first recorded input after it."""
+    window: int | None = None
+
+    @property
+    def share_of_window(self) -> float:
+        """``tokens_before`` as a share of the declared window (NaN when either is unknown)."""
+        if not self.tokens_before or not self.window:
+            return math.nan
+        return self.tokens_before / self.window
+
+    def describe(self) -> str:
+        before = f"{self.tokens_before:,}" if self.tokens_before else "?"
+        after = f"{self.tokens_after:,}" if self.tokens_after else "?"
+        share = "" if math.isnan(self.share_of_window) else f" ({self.share_of_window:.0%} of the window)"
+        trigger = f"{self.trigger} " if self.trigger else ""
+        return f"{trigger}compaction before request {self.request}: {before} → {after} tokens{share}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Recorded:
+    """What `recorded` found; costs are NaN when no call could be priced."""
+
+    conversation: str
+    requests: int
+    """Every request the replay engine numbers, recorded usage or not."""
+    calls: Any
+    """One row per request with recorded usage (`CALL_COLUMNS`)."""
+    models: Mapping[str, int] = field(default_factory=dict)
+    pricing: CallPricing | None = None
+    compactions: tuple[RecordedPoint, ...] = ()
+    window: int | None = None
+
+    @property
+    def cost_usd(self) -> float:
+        return float(self.calls["cost_usd"].sum(min_count=1)) if len(self.calls) else math.nan
+
+    @property
+    def cost_usd_cached(self) -> float:
+        return float(self.calls["cost_usd_cached"].sum(min_count=1)) if len(self.calls) else math.nan
+
+    @property
+    def peak_input_tokens(self) -> int:
+        return int(self.calls["input_tokens"].max()) if len(self.calls) else 0
+
+    @property
+    def cache_read_share(self) -> float:
+        """Of all recorded input, the share read from the prompt cache."""
+        total = float(self.calls["input_tokens"].sum()) if len(self.calls) else 0.0
+        return float(self.calls["cache_read_tokens"].sum()) / total if total else math.nan
+
+    def until(self, request: int) -> Any:
+        """The calls before ``request`` (e.g. the first compaction's)."""
+        return self.calls[self.calls["request"] < request]
+
+    def as_dict(self) -> dict[str, Any]:
+        """The figures every surface shows, JSON-ready."""
+        nan = lambda v: None if isinstance(v, float) and math.isnan(v) else v  # noqa: E731
+        return {
+            "calls": len(self.calls),
+            "models": dict(self.models),
+            "window": self.window,
+            "peak_input_tokens": self.peak_input_tokens,
+            "cost_usd": nan(round(self.cost_usd, 6)),
+            "cost_usd_cached": nan(round(self.cost_usd_cached, 6)),
+            "cache_read_share": nan(self.cache_read_share),
+            "compactions": [
+                {"request": c.request, "turn": c.turn, "trigger": c.trigger, "tokens_before": c.tokens_before,
+                 "tokens_after": c.tokens_after, "share_of_window": nan(c.share_of_window)}
+                for c in self.compactions
+            ],
+        }
+
+
+def _requests(conversation: Conversation) -> list[tuple[int, int, Any, int]]:
+    """``(turn, step, recorded usage or None, messages held when sent)`` per request, in the
+    replay engine's order."""
+    from .replay import _rounds
+
+    out = []
+    for t, turn in enumerate(conversation.turns):
+        rounds = _rounds(turn.messages) or [(None, [])]
+        replies = [k for k, m in enumerate(turn.messages) if isinstance(m, AssistantMessage)]
+        for step, (reply, after) in enumerate(rounds):
+            usage = turn.usage[step] if reply is not None and step < len(turn.usage) else None
+            held = 1 + (replies[step] if step < len(replies) else len(turn.messages))
+            out.append((t, step, usage, held))
+            if reply is None and not after:
+                break
+    return out
+
+
+def declared_window(conversation: Conversation) -> int | None:
+    """The context window the recording's agent worked with (see the module doc)."""
+    meta = conversation.metadata
+    stated = meta.get("context_window")
+    if isinstance(stated, int) and stated > 0:
+        return stated
+    if meta.get("format") == "claude_code":
+        return CLAUDE_CODE_WINDOW
+    models = conversation.models()
+    if not models:
+        return None
+    from .errors import HarpeLabError
+    from .models import model_input_limit
+
+    try:
+        return model_input_limit(next(iter(models)))
+    except HarpeLabError:
+        return None
+
+
+def recorded(conversation: Conversation) -> Recorded:
+    """The recording's own calls, costs and compactions (see the module doc)."""
+    import pandas as pd
+
+    models = conversation.models()
+    pricing = CallPricing.for_models(models, cache_ttl=conversation.metadata.get("cache_ttl")) if models else None
+    main = next(iter(models), "")
+    rows = []
+    requests = _requests(conversation)
+    for i, (t, step, u, _) in enumerate(requests):
+        if u is None or u.input_tokens <= 0:
+            continue
+        model = u.model if u.model and u.model != "<synthetic>" else main
+        cost = cost_cached = math.nan
+        if pricing is not None:
+            p = pricing.for_call(model)
+            fresh = u.input_tokens - u.cache_read_tokens - u.cache_write_tokens
+            out = u.output_tokens * p.output
+            cost = u.input_tokens * p.input + out
+            cost_cached = fresh * p.input + u.cache_read_tokens * p.cache_read + u.cache_write_tokens * p.cache_write + out
+        rows.append((i, t, step, model, u.input_tokens, u.cache_read_tokens, u.cache_write_tokens, u.output_tokens,
+                     cost, cost_cached))
+    calls = pd.DataFrame(rows, columns=list(CALL_COLUMNS))
+    window = declared_window(conversation)
+    return Recorded(conversation=conversation.id, requests=len(requests), calls=calls, models=models,
+                    pricing=pricing, compactions=_points(conversation, requests, window), window=window)
+
+
+def _points(conversation: Conversation, requests: list[tuple[int, int, Any, int]],
+            window: int | None) -> tuple[RecordedPoint, ...]:
+    points = []
+    for c in sorted(conversation.compactions, key=lambda c: (c.turn, c.message or 0)):
+        first = next((i for i, (t, _, _, held) in enumerate(requests)
+                      if t > c.turn or (t == c.turn and (c.message is None or held >= c.message))), None)
+        if first is None:
+            continue  # compacted after the last request: nothing was sent after it
+        before = c.pre_tokens or next((u.input_tokens for _, _, u, _ in reversed(requests[:first])
+                                       if u is not None and u.input_tokens > 0), None)
+        after = next((u.input_tokens for _, _, u, _ in requests[first:] if u is not None and u.input_tokens > 0),
+                     None)
+        points.append(RecordedPoint(request=first, turn=c.turn, trigger=c.trigger, tokens_before=before,
+                                    tokens_after=after, window=window))
+    return tuple(points)
