@@ -18,6 +18,7 @@ from .tokens import ApproxCounter, BytesCounter, TiktokenCounter
 # These functions share their module's name. Bound here, the package attribute is the
 # function; lazily resolved, an earlier `import harpe_lab.replay` would leave it the module.
 from .calibrate import calibrate
+from .measure import measure
 from .replay import replay
 from .sweep import sweep
 
@@ -66,6 +67,7 @@ __all__ = [
     "replay",
     "sweep",
     "calibrate",
+    "measure",
     *_LAZY,
 ]
 
