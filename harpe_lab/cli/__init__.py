@@ -1,7 +1,7 @@
 """The ``harpe-lab`` command line.
 
 One parser, one error handler. Each subcommand's handler lives in a module of this package
-(``replay``, ``journal``, ``chat``, ``demo``) and is imported only when its subcommand runs,
+(``replay``, ``sessions``, ``journal``, ``chat``, ``demo``) and is imported only when its subcommand runs,
 so ``harpe-lab --help`` stays fast.
 
 Exit codes::
@@ -132,6 +132,23 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--format", type=_choice("--format", FORMATS), default="table", metavar="FORMAT",
                    help="table (for people, default), json or csv (for scripts)")
     p.set_defaults(_target=("harpe_lab.cli.replay", "cli_replay"))
+
+    p = sub.add_parser(
+        "sessions", parents=[common],
+        help="list your agent sessions: model, calls, peak input, recorded cost, compactions",
+        description="One row per session under PATH (files or folders; with none, the standard locations of "
+                    "Claude Code, Codex and the other agents that exist on this machine): agent, model, window, "
+                    "model calls, peak input, recorded cost with and without caching, cache hits, and every "
+                    "recorded compaction. Files that are not readable sessions are listed on stderr as skipped.",
+    )
+    p.add_argument("paths", nargs="*", metavar="PATH", help="session files or folders (default: standard locations)")
+    p.add_argument("--format", type=_choice("--format", FORMATS), default="table", metavar="FORMAT",
+                   help="table (for people, default), json or csv (for scripts)")
+    p.add_argument("--plot", default=None, metavar="FILE",
+                   help="also draw the compaction trigger points and the peak sizes to FILE (.png or .svg)")
+    p.add_argument("--subagents", action="store_true", help="include Claude Code's subagent files")
+    p.add_argument("--strict", action="store_true", help="exit 1 when any file was skipped")
+    p.set_defaults(_target=("harpe_lab.cli.sessions", "cli_sessions"))
 
     journal = sub.add_parser("journal", parents=[common], help="inspect or check a Harpe journal").add_subparsers(
         dest="subcommand", required=True, metavar="SUBCOMMAND"
