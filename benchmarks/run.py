@@ -22,6 +22,8 @@ cache       cache-aware cost against the usage real Claude Code sessions recorde
             prompt caching, a table after the results (`benchmarks.cache_cost`)
 peers       each native strategy / the peer adapter running its project's own code, same
             requests checked (`benchmarks.peers`)
+sessions    ``harpe-lab sessions`` over 1 GB of generated sessions: MB/s on one core and the
+            process's peak memory (`benchmarks.sessions`)
 ==========  ==============================================================================
 
 Before each section the runner waits (at most 30 s) for the 1-minute load average to fall to
@@ -95,16 +97,17 @@ class Sizes:
     burn: int
     slow: tuple[float, int] | None = (10.0, 3)
     peers_turns: int = 200
+    sessions_mb: int = 1_000
 
 
 FULL = Sizes(reps=5, floor_tokens=1_000_000, lc_requests=600, lc_turns=2_000, lc_long_turns=300, journal_mb=300,
              scale_conversations=30, scale_turns=150, dashboard_requests=1_000, dashboard_moves=40, burn=4_000_000)
 QUICK = Sizes(reps=3, floor_tokens=200_000, lc_requests=150, lc_turns=400, lc_long_turns=60, journal_mb=40,
               scale_conversations=6, scale_turns=100, dashboard_requests=1_000, dashboard_moves=10, burn=1_000_000,
-              peers_turns=80)
+              peers_turns=80, sessions_mb=200)
 TINY = Sizes(reps=1, floor_tokens=4_000, lc_requests=12, lc_turns=12, lc_long_turns=4, journal_mb=1,
              scale_conversations=2, scale_turns=6, dashboard_requests=20, dashboard_moves=2, burn=10_000, slow=None,
-             peers_turns=6)
+             peers_turns=6, sessions_mb=3)
 
 
 # --- sections written by other benchmarks -------------------------------------------------
@@ -263,6 +266,12 @@ def _peers(s: Sizes) -> list[Row]:
     return peers.run(reps=s.reps, turns=s.peers_turns, slow=s.slow)
 
 
+def _sessions(s: Sizes) -> list[Row]:
+    from benchmarks import sessions
+
+    return sessions.run(total_mb=s.sessions_mb, reps=min(s.reps, 3))
+
+
 SECTIONS: dict[str, str] = {
     "floor": "1 floor",
     "langchain": "2 LangChain",
@@ -271,6 +280,7 @@ SECTIONS: dict[str, str] = {
     "dashboard": "5 dashboard",
     "cache": "6 cache cost",
     "peers": "7 peers",
+    "sessions": "8 sessions",
 }
 
 
@@ -311,6 +321,7 @@ def main(argv: list[str] | None = None) -> int:
         "dashboard": lambda: dashboard_rows(sizes.dashboard_requests, sizes.dashboard_moves),
         "cache": lambda: _cache(args.tiny, extras),
         "peers": lambda: _peers(sizes),
+        "sessions": lambda: _sessions(sizes),
     }
     extras: list[str] = []  # Markdown sections after the table
     rows: list[Row] = []

@@ -49,7 +49,7 @@ needs_langchain = pytest.mark.skipif(not HAS_LANGCHAIN, reason="needs the bench 
 def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess, str]:
     """One ``--tiny`` run of every section the installed extras allow (a single
     subprocess, shared by the tests)."""
-    sections = ["floor", "journal", "scale", "dashboard", "peers"] + (["langchain"] if HAS_LANGCHAIN else [])
+    sections = ["floor", "journal", "scale", "dashboard", "peers", "sessions"] + (["langchain"] if HAS_LANGCHAIN else [])
     return _run(tmp_path_factory.mktemp("bench"), "--sections", ",".join(sections),
                 *([] if HAS_DASK else ["--no-dask"]))  # fmt: skip
 
@@ -65,6 +65,7 @@ class TestTinyRun:
         [("1 floor", len(PRESETS) + sum("distill" in p.needs for p in PRESETS.values())),
          ("1 scaling", len(PRESETS)), ("3 journal", 4 + HAS_MSGSPEC), ("4 scale-out", 4 if HAS_DASK else 3),
          ("7 peers", sum(p.available() for p in PAIRS) + (not all(p.available() for p in PAIRS))),
+         ("8 sessions", 2),
          pytest.param("2 LangChain", 4, marks=needs_langchain)],
     )  # fmt: skip
     def test_each_section_reports_its_rows(self, run, section, rows):
@@ -124,7 +125,7 @@ class TestTinyRun:
         _, results = run
         loads = results.split("## Machine load", 1)[1]
         listed = re.findall(r"^- \*\*(.+?)\*\*: ([0-9.]+) \(run (\d) of (\d) kept", loads, re.MULTILINE)
-        sections = ["1 floor", "3 journal", "4 scale-out", "5 dashboard", "7 peers"]
+        sections = ["1 floor", "3 journal", "4 scale-out", "5 dashboard", "7 peers", "8 sessions"]
         assert [section for section, *_ in listed] == sections + (["2 LangChain"] if HAS_LANGCHAIN else [])
         for _, load, kept, runs in listed:
             assert float(load) >= 0 and (kept, runs) == ("1", "1")  # --tiny never runs a section again

@@ -1,0 +1,127 @@
+"""``harpe-lab sessions`` on a large folder: throughput in MB/s of session files on one core,
+and the peak memory of the whole command, both measured in a fresh subprocess.
+
+The folder is generated: Claude Code sessions written by `generate` (our own text, the shape
+of the real recordings: a user record, then assistant records with usage, tool results of a
+few kB, and one compaction boundary per session), about 10 MB each. The timed run is
+``python -m harpe_lab sessions FOLDER --format csv`` with its output discarded; the
+process's own wall time (imports excluded) and its peak resident memory (``ru_maxrss``) are
+reported. The goals: at least 50 MB/s, and under 500 MB of memory for 1 GB of sessions.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.common import Goal, Row, log, median  # noqa: E402
+
+__all__ = ["generate", "run"]
+
+THROUGHPUT_GOAL = Goal(">=", 50, "MB/s")
+MEMORY_GOAL = Goal("<=", 500, "MB")
+SESSION_MB = 10
+
+_CHILD = r"""
+import resource, sys, time
+t0 = time.perf_counter()
+from harpe_lab.sessions import Skipped, scan_sessions
+import harpe_lab.models, pandas
+t1 = time.perf_counter()
+rows = skipped = calls = 0
+for item in scan_sessions([sys.argv[1]], progress=False):
+    if isinstance(item, Skipped):
+        skipped += 1
+    else:
+        rows += 1
+        calls += item.calls
+t2 = time.perf_counter()
+print(rows, skipped, calls, t2 - t1, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+"""
+
+
+def _session(k: int, size: int) -> bytes:
+    """One Claude Code session of about ``size`` bytes."""
+    out = []
+    sid = f"00000000-0000-4000-8000-{k:012d}"
+    base = {"sessionId": sid, "version": "2.1.39", "cwd": "/home/user/app", "isSidechain": False,
+            "userType": "external"}
+    out.append({**base, "type": "user", "uuid": f"u{k}-0", "timestamp": "2026-01-01T00:00:00.000Z",
+                "message": {"role": "user", "content": f"Session {k}: fix the failing tests in the app."}})
+    tokens, n, total, compacted = 26_000, 0, 0, False
+    while total < size:
+        n += 1
+        tool = f"toolu_{k}_{n}"
+        usage = {"input_tokens": 3, "cache_creation_input_tokens": 900, "cache_read_input_tokens": tokens,
+                 "output_tokens": 120, "cache_creation": {"ephemeral_5m_input_tokens": 900}}
+        reply = {**base, "type": "assistant", "uuid": f"a{k}-{n}", "timestamp": "2026-01-01T00:01:00.000Z",
+                 "message": {"id": f"msg_{k}_{n}", "role": "assistant", "model": "claude-opus-4-6", "usage": usage,
+                             "content": [{"type": "text", "text": f"Reading module {n} next."},
+                                         {"type": "tool_use", "id": tool, "name": "Read",
+                                          "input": {"file_path": f"/home/user/app/src/module_{n}.py"}}]}}
+        body = "\n".join(f"{i:>6}→    value_{n}_{i} = compute(value_{n}_{i - 1}, step={i})" for i in range(60))
+        result = {**base, "type": "user", "uuid": f"r{k}-{n}", "timestamp": "2026-01-01T00:01:01.000Z",
+                  "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": tool,
+                                                           "content": body}]}}
+        for rec in (reply, result):
+            line = json.dumps(rec).encode() + b"\n"
+            out.append(line)
+            total += len(line)
+        tokens += 1_000
+        if tokens > 167_000 and not compacted:
+            compacted = True
+            out.append(json.dumps({**base, "type": "system", "subtype": "compact_boundary", "uuid": f"c{k}",
+                                   "compactMetadata": {"trigger": "auto", "preTokens": tokens}}).encode() + b"\n")
+            tokens = 30_000
+    out[0] = json.dumps(out[0]).encode() + b"\n"
+    return b"".join(out)
+
+
+def generate(folder: Path, total_mb: int) -> int:
+    """Write about ``total_mb`` MB of sessions into ``folder``; returns the bytes written."""
+    folder.mkdir(parents=True, exist_ok=True)
+    written, k = 0, 0
+    size = min(SESSION_MB, max(1, total_mb)) * 1_000_000
+    while written < total_mb * 1_000_000:
+        data = _session(k, size)
+        (folder / f"{k:05d}.jsonl").write_bytes(data)
+        written += len(data)
+        k += 1
+    return written
+
+
+def run(*, total_mb: int = 1_000, reps: int = 3) -> list[Row]:
+    with tempfile.TemporaryDirectory(prefix="harpe-bench-sessions-") as tmp:
+        folder = Path(tmp)
+        written = generate(folder, total_mb)
+        files = len(list(folder.iterdir()))
+        log(f"sessions: generated {written / 1e6:.0f} MB in {files} sessions")
+        seconds, peaks, seen = [], [], set()
+        for rep in range(reps):
+            done = subprocess.run([sys.executable, "-c", _CHILD, str(folder)], capture_output=True, text=True,
+                                  check=True)
+            rows, skipped, calls, elapsed, peak = done.stdout.split()
+            seen.add((int(rows), int(skipped), int(calls)))
+            seconds.append(float(elapsed))
+            peaks.append(float(peak))
+            log(f"  sessions: rep {rep + 1}/{reps}: {float(elapsed):.1f} s, {float(peak):.0f} MB")
+    if len(seen) != 1 or next(iter(seen))[0] != files:
+        raise AssertionError(f"sessions: each run must list every generated session once: {sorted(seen)}")
+    where = f"{written / 1e6:,.0f} MB in {files} generated Claude Code sessions, one core, a fresh process"
+    return [
+        Row("8 sessions", "harpe-lab sessions: MB of session files read per second", written / 1e6 / median(seconds),
+            unit="MB/s", goal=THROUGHPUT_GOAL, reps=reps, detail=f"median {median(seconds):.1f} s; {where}"),
+        Row("8 sessions", "harpe-lab sessions: peak memory of the process", max(peaks), unit="MB",
+            goal=MEMORY_GOAL, reps=reps, detail=f"largest ru_maxrss over the runs; {where}"),
+    ]
+
+
+if __name__ == "__main__":
+    for row in run(total_mb=int(sys.argv[1]) if len(sys.argv) > 1 else 200, reps=1):
+        print(row.what, row.shown(), row.verdict, row.detail)
