@@ -35,6 +35,9 @@ SESSION_COLUMNS = (
     "compactions", "note",
 )  # fmt: skip
 _SUFFIXES = (".jsonl", ".json")
+# the record types a Claude Code session starts with (each carries a session or message id)
+_CLAUDE_CODE_FIRST = frozenset({"summary", "user", "assistant", "system", "file-history-snapshot", "progress",
+                                "queue-operation"})
 _AIDER = ".aider.chat.history.md"
 
 
@@ -299,8 +302,8 @@ def scan_session(path: Any) -> SessionRow:
         if isinstance(first, Mapping) and first.get("type") in ("session_meta", "response_item", "event_msg",
                                                                  "turn_context") and "payload" in first:
             return _codex(p, first)
-        if isinstance(first, Mapping) and ("sessionId" in first or first.get("type") in (
-                "summary", "user", "assistant", "system", "file-history-snapshot")):
+        if isinstance(first, Mapping) and first.get("type") in _CLAUDE_CODE_FIRST and (
+                "sessionId" in first or "messageId" in first or "leafUuid" in first):
             return _claude_code(p, first)
     except _NotASession as err:
         raise ImportFormatError(f"{p}: {err}") from None

@@ -570,7 +570,7 @@ class TestPublicNames:
         for name in importers.__all__:
             assert getattr(importers, name) is not None, name
         assert set(FORMATS) == {"harpe", "harpe_lab", "claude_code", "codex", "locomo", "longmemeval", "tau_bench",
-                                "swe_agent", "toolbench", "sharegpt", "openai"}
+                                "swe_agent", "toolbench", "sharegpt", "openai", "cline", "gemini_cli", "aider"}
 
 
 class TestLoadAny:

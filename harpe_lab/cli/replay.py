@@ -109,10 +109,9 @@ def list_presets(out: Any = None) -> None:
 
 
 def _load(path: str, index: str | None = None) -> Any:
-    from ..importers import FORMATS, detect_format, load_any
-    from ..importers._common import read_source
+    from ..importers import FORMATS, detect_format, load_any, read_transcript
 
-    src = read_source(path)  # missing, folder, empty, binary: one-line errors of their own
+    src = read_transcript(path)  # missing, folder, empty, binary: one-line errors of their own
     try:
         detect_format(src)
     except ImportFormatError as err:

@@ -3,8 +3,8 @@
 ``load_any(path)`` sniffs the format and reads the file; the format it chose is in
 ``conversation.metadata["format"]`` (and `detect_format` answers without reading further).
 A file that holds many conversations (LoCoMo, LongMemEval, tau-bench, ShareGPT or OpenAI
-lists, WildChat exports) gives one with ``index=`` (a position or the conversation's id;
-default the first) and all of them with `load_all`.
+lists, WildChat exports, Aider histories of several runs) gives one with ``index=`` (a
+position or the conversation's id; default the first) and all of them with `load_all`.
 
 ======================  ==============================================  ==================
 format                  what                                            reader
@@ -13,6 +13,9 @@ format                  what                                            reader
 ``harpe_lab``           harpe_lab's own lossless JSON                   `load_conversation`
 ``claude_code``         Claude Code session JSONL                       `load_claude_code`
 ``codex``               Codex CLI rollout JSONL                         `load_codex`
+``cline``               Cline SDK ``*.messages.json`` sessions          `load_cline`
+``gemini_cli``          Gemini CLI session recordings (JSONL or JSON)   `load_gemini_cli`
+``aider``               Aider ``.aider.chat.history.md`` (many runs)    `load_aider`
 ``locomo``              LoCoMo-family dialogues with QA (many):         `load_locomo`
                         LoCoMo, REALTALK (``metadata["variant"]``)
 ``longmemeval``         LongMemEval questions with haystacks (many)     `load_longmemeval`
@@ -24,8 +27,10 @@ format                  what                                            reader
 ======================  ==============================================  ==================
 
 A file in no known format raises `harpe_lab.errors.ImportFormatError` listing every format
-tried and the first record that did not fit it. `discover` lists the Claude Code and Codex
-sessions on this machine.
+tried and the first record that did not fit it. `discover` lists the Claude Code, Codex,
+Gemini CLI and Cline sessions on this machine, and the Aider histories in the folders given.
+Aider histories are Markdown, not JSON: `load_any` reads a file that is neither JSON nor JSON
+Lines as one when it holds an Aider run header.
 """
 
 from __future__ import annotations
@@ -35,8 +40,11 @@ from typing import Any, Callable, Mapping
 
 from ..conversation import Conversation
 from ..errors import ConversationIndexError, ImportFormatError
+from . import aider as _aider
 from . import claude_code as _claude_code
+from . import cline as _cline
 from . import codex as _codex
+from . import gemini_cli as _gemini_cli
 from . import locomo as _locomo
 from . import longmemeval as _longmemeval
 from . import native as _native
@@ -46,9 +54,12 @@ from . import swe_agent as _swe_agent
 from . import tau_bench as _tau_bench
 from . import toolbench as _toolbench
 from ._common import Source, read_source
+from .aider import load_aider, load_aider_all
 from .claude_code import claude_code_subagents, load_claude_code
+from .cline import load_cline
 from .codex import load_codex
 from .discover import SessionFile, SessionList, discover
+from .gemini_cli import load_gemini_cli
 from .harpe import load_harpe, to_journal
 from .locomo import load_locomo, load_locomo_all
 from .longmemeval import load_longmemeval, load_longmemeval_all
@@ -63,6 +74,7 @@ __all__ = [
     "load_any",
     "load_all",
     "detect_format",
+    "read_transcript",
     "describe_format",
     "FORMATS",
     "load_harpe",
@@ -72,6 +84,10 @@ __all__ = [
     "load_claude_code",
     "claude_code_subagents",
     "load_codex",
+    "load_cline",
+    "load_gemini_cli",
+    "load_aider",
+    "load_aider_all",
     "load_locomo",
     "load_locomo_all",
     "load_longmemeval",
@@ -135,6 +151,10 @@ _REGISTRY: tuple[_Format, ...] = (
     _Format("harpe", "a Harpe journal", _sniff_harpe, _single(lambda src: load_harpe(src.path))),
     _Format("claude_code", "a Claude Code session", _claude_code.sniff, _single(_claude_code.load_claude_code)),
     _Format("codex", "a Codex CLI rollout", _codex.sniff, _single(_codex.load_codex)),
+    _Format("cline", "a Cline session", _cline.sniff, _single(_cline.load_cline)),
+    _Format("gemini_cli", "a Gemini CLI session", _gemini_cli.sniff, _single(_gemini_cli.load_gemini_cli)),
+    _Format("aider", "an Aider chat history", _aider.sniff, _multi(_aider.load_aider),
+            lambda s: _aider.load_aider_all(s)),
     _Format("locomo", "a LoCoMo-family dialogue file", _locomo.sniff, _multi(_locomo.load_locomo),
             lambda s: _locomo.load_locomo_all(s)),
     _Format("longmemeval", "a LongMemEval question file", _longmemeval.sniff,
@@ -174,6 +194,20 @@ def _format(name: str) -> _Format:
     raise ValueError(f"format must be one of {FORMATS}, but {name!r} was passed")
 
 
+def read_transcript(path: Any) -> Source:
+    """The file at ``path`` read for sniffing and loading: `read_source` (JSON or JSON Lines),
+    except that an Aider history (Markdown) is read as text. Its errors name the file."""
+    if isinstance(path, Source):
+        return path
+    try:
+        return read_source(path)
+    except ImportFormatError:
+        src = _aider.markdown_source(path)
+        if src is None:
+            raise
+        return src
+
+
 def describe_format(name: str) -> str:
     """What a file of format ``name`` is, for people: ``"a Claude Code session"``."""
     return _format(name).title
@@ -181,7 +215,7 @@ def describe_format(name: str) -> str:
 
 def detect_format(path: Any) -> str:
     """The name of the format `load_any` would read ``path`` as (see `FORMATS`)."""
-    return _choose(read_source(path)).name
+    return _choose(read_transcript(path)).name
 
 
 def _tagged(conversation: Conversation, name: str) -> Conversation:
@@ -197,14 +231,14 @@ def load_any(path: Any, *, index: int | str | None = None, format: str | None = 
     ``metadata["format"]``. ``index`` picks one conversation of a multi-conversation file
     (a position or the conversation's id; the first by default).
     """
-    src = read_source(path)
+    src = read_transcript(path)
     fmt = _format(format) if format is not None else _choose(src)
     return _tagged(fmt.one(src, index), fmt.name)
 
 
 def load_all(path: Any, *, format: str | None = None) -> list[Conversation]:
     """Read every conversation of a transcript file (one item for single-conversation formats)."""
-    src = read_source(path)
+    src = read_transcript(path)
     fmt = _format(format) if format is not None else _choose(src)
     if fmt.many is None:
         return [_tagged(fmt.one(src, None), fmt.name)]
