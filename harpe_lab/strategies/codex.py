@@ -1,0 +1,538 @@
+"""Codex CLI's context management: inline auto-compaction (`Compact`) and the truncation of
+tool outputs as they are recorded into history (`ToolOutputTruncation`).
+
+Sources read: openai/codex at commit 5e505ff8773649162126df9e8b67140e3e435672 (main of
+2026-02-21; the recordings below were written by ``0.104.0-alpha.1`` two days later, and
+none of these files changed in between):
+
+* the limit — ``codex-rs/protocol/src/openai_models.rs``, ``ModelInfo::auto_compact_token_limit``:
+  ``min(configured, context_window * 9 / 10)``, so a configured ``model_auto_compact_token_limit``
+  can only lower it. ``codex-rs/core/models.json`` gives every gpt-5.x(-codex) model a
+  ``context_window`` of 272,000 and no limit of its own: **244,800**. The rollouts'
+  ``model_context_window`` (258,400) is the *effective* window,
+  ``context_window * effective_context_window_percent (95) / 100`` (``TurnContext::model_context_window``):
+  what the UI shows, not what the limit is taken from.
+* the count — ``codex-rs/core/src/context_manager/history.rs``, ``get_total_token_usage``: the
+  last reply's reported ``total_tokens`` (its input plus its output), plus a byte estimate
+  (``ceil(serialized JSON bytes / 4)``, an image 340 bytes) of every item recorded after the
+  last model-generated one (the tool outputs of that reply), plus — when the server did not
+  say it counted them (``server_reasoning_included`` false) — the same estimate of every
+  encrypted reasoning item before the newest user message (``(3/4 · len - 650) / 4`` tokens
+  each).
+* when it is checked — ``codex-rs/core/src/codex.rs``, ``run_turn``: before a turn, before its
+  user message is recorded (``run_pre_sampling_compact``: the new message follows the
+  compacted history); and after every model call that needs a follow-up (tool outputs to
+  send back), mid-turn. Compaction runs when the count is ``>=`` the limit.
+* what is kept — ``codex-rs/core/src/compact.rs``, ``build_compacted_history_with_limit``: the
+  text of every real user message (earlier summaries excluded, images dropped), walked from the
+  newest, while their ``approx_token_count`` (``ceil(UTF-8 bytes / 4)``) fits
+  ``COMPACT_USER_MESSAGE_MAX_TOKENS = 20_000``; the one that crosses it is middle-truncated to
+  what is left (``truncate_text`` with ``TruncationPolicy::Tokens``) and the walk stops; then one
+  user message, ``SUMMARY_PREFIX + "\\n" + summary``, where the summary is the model's last reply
+  to the compaction prompt (``templates/compact/prompt.md``) sent after the whole history.
+  Assistant messages, reasoning, tool calls and tool outputs are all dropped. The initial
+  context (instructions, ``AGENTS.md``, environment) is sent again: here, the system prompt.
+* tool outputs — ``codex-rs/core/src/truncate.rs`` and ``history.rs`` (``process_item``): a
+  function or custom tool output is stored already truncated, at the model's
+  ``truncation_policy`` (``tokens(10_000)`` for the gpt-5.x-codex models) times 1.2 ("serialization
+  budget"): 12,000 approximate tokens, 48,000 UTF-8 bytes. A longer text keeps its first
+  ``48,000 // 2`` bytes and its last ``48,000 - 48,000 // 2``, cut at character boundaries,
+  joined by ``"…N tokens truncated…"`` with ``N = ceil((bytes - 48,000) / 4)``.
+
+The recorded compaction, explained: the one real auto-compaction in the recorded rollouts
+(``../shared/data/real/codex/rollout-2026-02-23T12-54-34-….jsonl``, ``compacted`` on line 1788,
+mid-turn, after a call whose input was 209,950 tokens, 81% of the 258,400 shown) fired at the
+default limit, 244,800. Codex's count at that check was 209,950 input + 2,184 output + 33,320
+for the 150 encrypted reasoning items before the newest user message + 80 for the tool output
+recorded since = **245,534**; at the check before, 243,279. The reasoning term is what makes the
+trigger look like 81% (codex#24779: "varies from 70% to 98%"): it grows with the reasoning
+kept in history and is invisible in the reported usage. Transcripts do not record it (the
+importer keeps no reasoning sizes), so `Compact.reasoning` stands in for it per earlier model
+call, 0 by default; about 187 reproduces that session (33,320 over its 178 replies before the
+newest user message). That compaction was *remote* (``compact_remote.rs``: every OpenAI-provider
+session compacts through ``/responses/compact``, whose encrypted item replaces the summary); the
+trigger is the same, what is kept here is the inline path's.
+
+Not modelled: the remote compaction's content; retrying the compaction request without its
+oldest items when it overflows the window; the recomputed estimate Codex keeps between a
+compaction and the next reply (every later check follows a reply, which replaces it); the
+exec tools' own output formatting (``Total output lines: …``), which the recorded outputs
+already carry; the ``bytes(10_000)`` policy ("…N chars truncated…") of the non-codex models.
+The summary comes from the distiller given, asked with Harpe's distill request and Codex's
+compaction prompt as its system prompt.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from typing import Callable, Literal, Sequence
+
+from ..errors import StrategyError
+from ..messages import AssistantMessage, Message, Rendered, ToolResult, ToolResults, Usage, UserInput, deferred
+from ..protocol import Compaction, ContextCompacted, Distill, EventHub, Limit, MeteredDistill
+from .editing import EditContext
+from .harpe import distill_request
+from ._validate import check_int
+
+__all__ = [
+    "CONTEXT_WINDOW",
+    "AUTO_COMPACT_PERCENT",
+    "EFFECTIVE_WINDOW_PERCENT",
+    "USER_MESSAGE_TOKENS",
+    "TOOL_OUTPUT_TOKENS",
+    "SERIALIZATION_ALLOWANCE",
+    "SUMMARY_PREFIX",
+    "COMPACT_PROMPT",
+    "approx_tokens",
+    "truncate_middle",
+    "summary_message",
+    "is_summary_message",
+    "kept_user_messages",
+    "Compact",
+    "CompactContext",
+    "Compacted",
+    "ToolOutputTruncation",
+]
+
+CONTEXT_WINDOW = 272_000
+"""``context_window`` of every gpt-5.x(-codex) model in Codex's ``models.json``."""
+AUTO_COMPACT_PERCENT = 90
+"""The default auto-compact limit, and the most a configured one can be, in % of the window."""
+EFFECTIVE_WINDOW_PERCENT = 95
+"""``effective_context_window_percent``: the window Codex shows (258,400 of 272,000). Not the
+limit's base; kept to explain the rollouts' ``model_context_window``."""
+USER_MESSAGE_TOKENS = 20_000
+"""``COMPACT_USER_MESSAGE_MAX_TOKENS``: the newest user messages kept verbatim, in approximate tokens."""
+TOOL_OUTPUT_TOKENS = 10_000
+"""The gpt-5.x-codex models' ``truncation_policy``: ``tokens(10_000)``."""
+SERIALIZATION_ALLOWANCE = 1.2
+"""``process_item`` records tool outputs at the policy times this."""
+
+_BYTES_PER_TOKEN = 4  # APPROX_BYTES_PER_TOKEN
+_IMAGE_BYTES = 340  # IMAGE_BYTES_ESTIMATE at the commit read (raised to 7,373 on 2026-02-24)
+
+SUMMARY_PREFIX = (
+    "Another language model started to solve this problem and produced a summary of its thinking "
+    "process. You also have access to the state of the tools that were used by that language model. "
+    "Use this to build on the work that has already been done and avoid duplicating work. Here is "
+    "the summary produced by the other language model, use the information in this summary to "
+    "assist with your own analysis:"
+)
+"""``templates/compact/summary_prefix.md`` (no trailing newline): what the summary message starts with."""
+
+COMPACT_PROMPT = (
+    "You are performing a CONTEXT CHECKPOINT COMPACTION. Create a handoff summary for another LLM "
+    "that will resume the task.\n\n"
+    "Include:\n"
+    "- Current progress and key decisions made\n"
+    "- Important context, constraints, or user preferences\n"
+    "- What remains to be done (clear next steps)\n"
+    "- Any critical data, examples, or references needed to continue\n\n"
+    "Be concise, structured, and focused on helping the next LLM seamlessly continue the work.\n"
+)
+"""``templates/compact/prompt.md``: Codex sends it as a user message after the whole history."""
+
+
+def approx_tokens(text: str) -> int:
+    """Codex's ``approx_token_count``: UTF-8 bytes / 4, rounded up."""
+    return -(-len(text.encode("utf-8")) // _BYTES_PER_TOKEN)
+
+
+def truncate_middle(text: str, max_tokens: int) -> str:
+    """Codex's ``truncate_text(text, TruncationPolicy::Tokens(max_tokens))``.
+
+    A text of at most ``4 * max_tokens`` UTF-8 bytes comes back unchanged. A longer one keeps
+    its first ``budget // 2`` bytes and its last ``budget - budget // 2`` (whole characters
+    only: a character cut by either edge is dropped), with ``"…N tokens truncated…"`` between,
+    ``N = ceil((bytes - budget) / 4)``. With ``max_tokens == 0`` only the marker is left,
+    counting every byte.
+    """
+    check_int("max_tokens", max_tokens, 0)
+    if not text:
+        return ""
+    data = text.encode("utf-8")
+    budget = max_tokens * _BYTES_PER_TOKEN
+    if max_tokens > 0 and len(data) <= budget:
+        return text
+    if budget == 0:
+        return f"…{-(-len(data) // _BYTES_PER_TOKEN)} tokens truncated…"
+    left = budget // 2
+    # the input is valid UTF-8, so the only bytes "ignore" drops are the pieces of the one
+    # character each cut splits: what remains is Codex's prefix and suffix on char boundaries
+    head = data[:left].decode("utf-8", "ignore")
+    tail = data[len(data) - (budget - left):].decode("utf-8", "ignore")
+    removed = -(-(len(data) - budget) // _BYTES_PER_TOKEN)
+    return f"{head}…{removed} tokens truncated…{tail}"
+
+
+def summary_message(summary: str) -> str:
+    """The text of the user message that carries ``summary`` after a compaction."""
+    return f"{SUMMARY_PREFIX}\n{summary}"
+
+
+def is_summary_message(text: str) -> bool:
+    """Whether a user message is a summary message (``compact::is_summary_message``)."""
+    return text.startswith(SUMMARY_PREFIX + "\n")
+
+
+def _select(texts: Sequence[str], budget: int) -> list[tuple[int, str]]:
+    """``(index, text)`` of the messages ``build_compacted_history_with_limit`` keeps, oldest
+    first; a text differs from ``texts[index]`` only when it was truncated."""
+    selected: list[tuple[int, str]] = []
+    remaining = budget
+    for k in range(len(texts) - 1, -1, -1):
+        if remaining == 0:
+            break
+        tokens = approx_tokens(texts[k])
+        if tokens <= remaining:
+            selected.append((k, texts[k]))
+            remaining -= tokens
+        else:
+            selected.append((k, truncate_middle(texts[k], remaining)))
+            break
+    selected.reverse()
+    return selected
+
+
+def kept_user_messages(texts: Sequence[str], budget: int = USER_MESSAGE_TOKENS) -> list[str]:
+    """What a compaction keeps of the real user messages ``texts`` (oldest first): the newest
+    whose approximate tokens fit ``budget``, the one that crosses it middle-truncated to what is
+    left, in their original order."""
+    check_int("budget", budget, 0)
+    return [text for _, text in _select(texts, budget)]
+
+
+def _json_tokens(item: dict) -> int:
+    # serde_json writes compact JSON and leaves non-ASCII as it is
+    return approx_tokens(json.dumps(item, ensure_ascii=False, separators=(",", ":")))
+
+
+def _estimate(message: UserInput | ToolResults) -> int:
+    """Codex's estimate of an item it recorded (not one the model generated, whose tokens the
+    next reported usage holds): its serialized Responses API item at 4 bytes a token, an image
+    at a fixed 340 bytes; a results message is one item per output."""
+    if isinstance(message, ToolResults):
+        return sum(_json_tokens({"type": "function_call_output", "call_id": r.id, "output": r.content})
+                   for r in message.results)
+    images = sum(1 for a in message.attachments if a.mime.startswith("image/"))
+    item = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": message.text}]}
+    return _json_tokens(item) + -(-images * _IMAGE_BYTES // _BYTES_PER_TOKEN)
+
+
+@dataclass(frozen=True)
+class Compacted:
+    """Event: Codex's count was ``tokens`` (>= ``limit``), so the history was compacted,
+    ``"pre_turn"`` (before the turn's user message was recorded) or ``"mid_turn"``."""
+
+    tokens: int
+    limit: int
+    phase: Literal["pre_turn", "mid_turn"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Compact:
+    """Codex CLI's inline auto-compaction: once Codex's count reaches the auto-compact limit
+    (90% of ``window`` unless ``token_limit`` is lower), keep the newest user messages within
+    ``user_tokens`` and one summary message."""
+
+    window: int = CONTEXT_WINDOW
+    """The model's ``context_window``, in tokens (272,000; rollouts show 95% of it)."""
+    token_limit: int | None = None
+    """``model_auto_compact_token_limit`` as configured; ``None``: 90% of ``window``. Codex takes
+    the smaller of the two, so a value above 90% would change nothing and is refused."""
+    user_tokens: int = USER_MESSAGE_TOKENS
+    """Approximate tokens (4 UTF-8 bytes each) of user messages kept verbatim."""
+    reasoning: int = 0
+    """Tokens added to the count for every model reply before the newest user message: Codex's
+    estimate of the encrypted reasoning it sends back, which the reported usage leaves out.
+    Transcripts do not record it; the recorded gpt-5.3-codex session (high effort) had ~187."""
+
+    def __post_init__(self) -> None:
+        check_int("window", self.window, 2)
+        check_int("user_tokens", self.user_tokens, 0)
+        check_int("reasoning", self.reasoning, 0)
+        if self.token_limit is not None:
+            check_int("token_limit", self.token_limit, 1)
+            most = self.window * AUTO_COMPACT_PERCENT // 100
+            if self.token_limit > most:
+                raise StrategyError(
+                    f"token_limit must be at most 90% of window ({most:,}), got {self.token_limit:,}: Codex takes "
+                    "the smaller of the two; raise window to compact later"
+                )
+
+    @property
+    def limit(self) -> int:
+        """The count at which Codex compacts."""
+        most = self.window * AUTO_COMPACT_PERCENT // 100
+        return most if self.token_limit is None else self.token_limit
+
+    def context(self, base_system: str, *, distill: Distill,
+                on_event: Callable[[object], None] | None = None) -> "CompactContext":
+        """A fresh lifecycle context with this configuration. Build one per replay, with its
+        own distiller: a distiller may keep state across calls."""
+        return CompactContext(base_system, self, distill=distill, on_event=on_event)
+
+
+class CompactContext:
+    """Codex's auto-compaction in Harpe's lifecycle.
+
+    Every request sends the whole transcript (the history since the last compaction). The
+    count checked at each `compact` is Codex's: the last observed input plus output tokens,
+    plus `_estimate` of every message appended after that reply, plus ``reasoning`` per
+    reply before the newest user input. At a turn's start the new input is left out of the
+    count and of the compaction, and follows the summary message. At or above the limit the
+    transcript goes to the distiller, and becomes the kept user messages (the original
+    objects where kept whole and without attachments) and one `UserInput` holding
+    `summary_message` of its reply. A distiller returning ``None`` leaves everything as it
+    was. Each compaction reports `Compacted`, `ContextCompacted` and, through
+    `MeteredDistill`, `DistillCall`.
+    """
+
+    def __init__(self, base_system: str, config: Compact, *, distill: Distill,
+                 on_event: Callable[[object], None] | None = None) -> None:
+        if not isinstance(base_system, str):
+            raise StrategyError(f"base_system must be a str, got {type(base_system).__name__}")
+        if not isinstance(config, Compact):
+            raise StrategyError(f"config must be a Compact, got {config!r}")
+        self._events = EventHub(on_event)
+        self._distill = MeteredDistill(distill, self._events)
+        self.base_system = base_system
+        self.config = config
+        self._transcript: list[Message] = []
+        self._reported: int | None = None  # the last reply's input + output tokens
+        self._since = 0  # estimated tokens of the messages appended after that reply
+        self._replies = 0  # replies before the newest user input (each adds `reasoning`)
+        self._assistants = 0  # replies in the transcript
+        self._pending: UserInput | None = None  # a turn's input, until its first check
+        self._summary = ""
+        self._fresh = False  # nothing appended since the last compaction
+        self._marked: tuple = ([], 0, None, 0, 0, 0, "", False)
+        self._turn_input: UserInput | None = None
+        self._continues = True  # the list only grew since the last request (no abort)
+        # id(message) -> (message, `_estimate`): the user messages a compaction keeps are
+        # estimated again for the count that follows it, each compaction
+        self._estimates: dict[int, tuple[Message, int]] = {}
+
+    def _estimate(self, message: UserInput | ToolResults) -> int:
+        known = self._estimates.get(id(message))
+        if known is not None and known[0] is message:
+            return known[1]
+        n = _estimate(message)
+        if isinstance(message, UserInput):  # only these come back; results are estimated once
+            self._estimates[id(message)] = (message, n)
+        return n
+
+    @property
+    def limit(self) -> Limit:
+        """The auto-compact limit, as a reactive high-water mark (the call that crosses it goes out)."""
+        return Limit(tokens=self.config.limit, kind="high_water")
+
+    @property
+    def summary(self) -> str:
+        """The last summary the distiller wrote ("" before the first compaction)."""
+        return self._summary
+
+    @property
+    def distill(self) -> Distill:
+        """The distiller this context calls."""
+        return self._distill.distill
+
+    @property
+    def transcript(self) -> tuple[Message, ...]:
+        """What the next request carries (a copy)."""
+        return tuple(self._transcript)
+
+    @property
+    def tokens(self) -> int:
+        """Codex's count at the next check (at a turn's start, without the turn's input)."""
+        return (self._reported or 0) + self._since + self.config.reasoning * self._replies
+
+    def subscribe(self, sink: Callable[[object], None]) -> None:
+        """Also report every event to ``sink``."""
+        self._events.subscribe(sink)
+
+    def begin_turn(self, input: UserInput) -> None:
+        if not isinstance(input, UserInput):
+            raise TypeError(f"begin_turn takes a UserInput, got {type(input).__name__}")
+        # the list and its length, not a copy: appends only extend it, and a compaction
+        # replaces it with a new list, so the turn's start stays readable in O(1)
+        self._marked = (self._transcript, len(self._transcript), self._reported, self._since, self._replies,
+                        self._assistants, self._summary, self._fresh)
+        self._turn_input = input
+        self._transcript.append(input)
+        self._fresh = False
+        # Codex checks before it records the turn's message: it joins the count after the check
+        self._pending = input
+
+    def append(self, message: Message) -> None:
+        if not isinstance(message, (UserInput, AssistantMessage, ToolResults)):
+            raise TypeError(f"append takes a harpe_lab message, got {type(message).__name__}")
+        self._settle()
+        if isinstance(message, AssistantMessage):
+            self._since = 0  # its tokens are in the reported output
+            self._assistants += 1
+        else:
+            self._since += self._estimate(message)
+        self._transcript.append(message)
+        self._fresh = False
+
+    def _settle(self) -> None:
+        """The turn's input, held out of the pre-turn check, is now history like any other."""
+        if self._pending is not None:
+            # reasoning counts for the replies before the newest user message only
+            self._replies = self._assistants
+            self._since += self._estimate(self._pending)
+            self._pending = None
+
+    def observe(self, usage: Usage) -> None:
+        self._settle()
+        self._reported = usage.input_tokens + usage.output_tokens
+        self._since = 0
+
+    def compact(self) -> Compaction:
+        phase: Literal["pre_turn", "mid_turn"] = "pre_turn" if self._pending is not None else "mid_turn"
+        count = self.tokens
+        # right after a compaction nothing is left to fold but what it kept
+        compacted = count >= self.config.limit and not self._fresh and self._compact(count, phase)
+        self._settle()
+        # unless a compaction or an abort replaced the list, the request is the last one
+        # followed by what was appended since; its tuple is built only when read
+        edits = () if self._continues and not compacted else None
+        self._continues = True
+        return Compaction(deferred(self.base_system, self._transcript), compacted, edits)
+
+    def _compact(self, count: int, phase: Literal["pre_turn", "mid_turn"]) -> bool:
+        pending = self._pending
+        history = self._transcript[:-1] if pending is not None else self._transcript
+        if not history:
+            return False  # a first turn's input alone: nothing to compact
+        earlier = [m for m in history if isinstance(m, UserInput) and is_summary_message(m.text)]
+        folded = [m for m in history if not (isinstance(m, UserInput) and is_summary_message(m.text))]
+        request = Rendered(COMPACT_PROMPT, (UserInput(distill_request(folded, self._summary if earlier else "")),))
+        text = self._distill(request)
+        if text is None:
+            return False
+        if not isinstance(text, str):
+            raise StrategyError(f"distill must return a str or None, got {type(text).__name__}")
+        users = [m for m in folded if isinstance(m, UserInput)]
+        kept: list[Message] = []
+        for k, kept_text in _select([m.text for m in users], self.config.user_tokens):
+            original = users[k]
+            # Codex keeps a user message's text only: its images go with the rest
+            whole = kept_text is original.text and not original.attachments
+            kept.append(original if whole else UserInput(kept_text))
+        self._summary = text
+        transcript = [*kept, UserInput(summary_message(text))]
+        if pending is not None:
+            transcript.append(pending)
+        self._transcript = transcript
+        self._fresh = True
+        # no usage is known for the new history until the next reply: Codex's count is then
+        # its byte estimate, and it holds no reply whose reasoning would count
+        self._reported, self._replies, self._assistants = None, 0, 0
+        self._since = sum(map(self._estimate, kept)) + _estimate(transcript[len(kept)])
+        kept_ids = {id(m) for m in kept}
+        self._events.emit(Compacted(count, self.config.limit, phase))
+        self._events.emit(ContextCompacted(sum(id(m) not in kept_ids for m in history)))
+        return True
+
+    def commit_turn(self) -> None:
+        self._settle()
+        self._turn_input = None
+
+    def abort_turn(self) -> None:
+        (transcript, length, self._reported, self._since, self._replies, self._assistants, self._summary,
+         self._fresh) = self._marked
+        self._transcript = transcript[:length]
+        self._pending = None
+        self._continues = False
+        if self._turn_input is not None:  # an aborted turn keeps its input, as Harpe's contexts do
+            self.append(self._turn_input)
+            self._replies = self._assistants  # it is the newest user message now
+        self._turn_input = None
+
+    def __repr__(self) -> str:
+        return f"CompactContext(limit={self.config.limit:,}, {len(self._transcript)} messages)"
+
+
+# --- tool output truncation ------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolOutputTruncation:
+    """Codex's truncation of tool outputs as it records them: every output longer than
+    `budget` approximate tokens keeps its head and tail (`truncate_middle`).
+
+    A frozen edit policy (see `harpe_lab.strategies.editing`): it never mutates its input,
+    returns new `ToolResults` where an output was cut, and keeps every call id, success flag
+    and attachment. Codex cuts before the output is ever sent, so the newest output is sent
+    cut too; the cut output can be a marker's length above the budget, so cutting it again
+    would cut more (Codex never does: each output is recorded once).
+    """
+
+    max_tokens: int = TOOL_OUTPUT_TOKENS
+    """The model's ``truncation_policy`` limit (``tool_output_token_limit`` in the config)."""
+
+    def __post_init__(self) -> None:
+        check_int("max_tokens", self.max_tokens, 0)
+
+    @property
+    def budget(self) -> int:
+        """Approximate tokens an output keeps: ``max_tokens`` times Codex's 1.2 allowance, up."""
+        return math.ceil(self.max_tokens * SERIALIZATION_ALLOWANCE)
+
+    def _long(self, content: str) -> bool:
+        """Whether Codex cuts ``content``: over the budget's bytes (any text, with a budget of 0)."""
+        # n characters are at most 4n UTF-8 bytes: most outputs pass without being encoded
+        if not content or (self.budget > 0 and len(content) <= self.budget):
+            return False
+        return self.budget == 0 or len(content.encode("utf-8")) > self.budget * _BYTES_PER_TOKEN
+
+    def _cut(self, result: ToolResult) -> ToolResult | None:
+        """``result`` with its output cut, or ``None`` when Codex keeps it whole."""
+        if not self._long(result.content):
+            return None
+        return ToolResult(result.id, truncate_middle(result.content, self.budget), result.attachments,
+                          result.success)
+
+    def _cut_message(self, m: ToolResults) -> ToolResults | None:
+        cut = [self._cut(r) for r in m.results]
+        if all(c is None for c in cut):
+            return None
+        return ToolResults(tuple(r if c is None else c for r, c in zip(m.results, cut)), m.pinned)
+
+    def __call__(self, messages: Sequence[Message]) -> tuple[Message, ...]:
+        out = list(messages)
+        for i, m in enumerate(out):
+            if isinstance(m, ToolResults):
+                cut = self._cut_message(m)
+                if cut is not None:
+                    out[i] = cut
+        return tuple(out)
+
+    def incremental(self) -> "_Truncator":
+        """An editor for `EditContext`: this policy over a growing history, a request at a time."""
+        return _Truncator(self)
+
+    def context(self, base_system: str) -> EditContext:
+        """A fresh lifecycle context that sends this policy applied to the whole transcript."""
+        return EditContext(base_system, self)
+
+
+class _Truncator:
+    """`ToolOutputTruncation` over messages that only grow: an output's cut depends on its
+    text alone, so each results message is decided once, when it is appended."""
+
+    def __init__(self, policy: ToolOutputTruncation) -> None:
+        self.policy = policy
+
+    def extend(self, messages: Sequence[Message], start: int) -> list[tuple[int, object]]:
+        long = self.policy._long
+        return [(i, True) for i in range(start, len(messages))
+                if isinstance(m := messages[i], ToolResults) and any(long(r.content) for r in m.results)]
+
+    def build(self, message: Message, decision: object) -> Message:
+        assert isinstance(message, ToolResults)
+        return self.policy._cut_message(message) or message
