@@ -1,11 +1,22 @@
-"""The main job (`make demo`, `harpe-lab demo`): replay every bundled dataset under every
-preset of the registry (those with a budget knob at three budgets), print a comparison
-table, and write ``out/report/``.
+"""The main job (`make demo`, `harpe-lab demo`): replay every bundled dataset (or your own
+recordings) under every preset of the registry (those with a budget knob at three budgets),
+print a comparison table, and write ``out/report/``.
 
 The strategies come from `harpe_lab.presets.PRESETS`: a preset with a budget knob
 (`Preset.budget_knob`) runs at each budget, set on that knob; one without runs once. Every
 number in the tables is `harpe_lab.replay.totals` of a replay's frame, in the report's one
 number format.
+
+Each conversation is measured as `harpe-lab replay` measures it (`demo_measure`, which is
+`harpe_lab.measure.measure`): a counter calibrated on the recording's provider usage when it
+has some, said to be uncalibrated when it has none; each call priced by its recorded model.
+So a preset's row in the report holds the numbers the CLI prints for the same recording.
+Each conversation's section starts with those header lines; a recording whose agent
+compacted also gets every preset at its own defaults (labelled by its name alone, as
+``--strategy NAME`` without ``--budget``) and a table of the replayed compactions against
+the recorded ones. At each budget the strategies that kept it are ranked by the headline
+retention (`harpe_lab.evaluate.rank_at_budget`); those that did not are listed under them
+with why ("sends up to 16,527 — no budget knob").
 """
 
 from __future__ import annotations
@@ -13,12 +24,12 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from .presets import PRESETS, get_preset
 
-__all__ = ["run_demo", "demo_replays", "DemoRun", "DEMO_STRATEGIES", "DEMO_FRACTIONS", "DEMO_DETAIL",
-           "DEMO_PRICING", "TABLE_COLUMNS"]  # fmt: skip
+__all__ = ["run_demo", "demo_replays", "demo_measure", "DemoRun", "DEMO_STRATEGIES", "DEMO_FRACTIONS",
+           "DEMO_DETAIL", "DEMO_PRICING", "TABLE_COLUMNS"]  # fmt: skip
 
 DEMO_STRATEGIES: tuple[str, ...] = tuple(PRESETS)
 """Every preset in the registry."""
@@ -28,7 +39,8 @@ dataset, short or long, is squeezed the same way."""
 DEMO_DETAIL: tuple[str, ...] = ("summarizing", "sliding")
 """Presets drawn in detail (token use by component, what the model saw) at the middle budget."""
 DEMO_PRICING = "gpt-4o"
-"""The model whose prices (litellm's offline table) fill the cost columns."""
+"""The model whose prices (litellm's offline table) fill the cost columns of a recording
+that names no model (two of the bundled datasets); one that does is priced per call."""
 
 TABLE_COLUMNS = (
     ("Tokens and counts", ("strategy", "requests", "input_tokens_sum", "input_tokens_median", "input_tokens_max",
@@ -70,11 +82,25 @@ def _slug(text: str) -> str:
     return "".join(c if c.isalnum() else "_" for c in text).strip("_")
 
 
+def demo_measure(conversation: Any, *, pricing: Any = "auto") -> Any:
+    """How the demo measures ``conversation``: `harpe_lab.measure.measure` with its defaults,
+    as `harpe-lab replay` does, except that with ``pricing="auto"`` a recording that names no
+    model is priced as `DEMO_PRICING` (so every table has costs). ``pricing``: ``"auto"``, a
+    model name (every call as that model) or ``None`` (no costs)."""
+    from .measure import measure
+
+    if pricing == "auto" and not conversation.models():
+        pricing = DEMO_PRICING
+    return measure(conversation, pricing=pricing)
+
+
 def demo_replays(conversation: Any, *, counter: Any, fractions: Sequence[float] = DEMO_FRACTIONS,
-                 strategies: Sequence[str] = DEMO_STRATEGIES, pricing: Any = None) -> DemoRun:
+                 strategies: Sequence[str] = DEMO_STRATEGIES, pricing: Any = None,
+                 defaults: bool = False) -> DemoRun:
     """Replay ``conversation`` under each of ``strategies`` (preset names): those with a
     budget knob at each budget (``fractions`` of the full history's largest request, set on
-    the knob), the others once. A strategy that raises a `HarpeLabError` is *refused*."""
+    the knob) — and with ``defaults`` also once at their own defaults, labelled by the name
+    alone — the others once. A strategy that raises a `HarpeLabError` is *refused*."""
     from .errors import HarpeLabError
     from .replay import replay
 
@@ -85,9 +111,14 @@ def demo_replays(conversation: Any, *, counter: Any, fractions: Sequence[float] 
     run.budgets = [max(500, int(round(run.peak * f, -2))) for f in fractions]
     for preset in presets:
         knob = preset.budget_knob
-        settings = [(preset.name, {})] if knob is None else [(f"{preset.name}@{b}", {knob.name: b}) for b in run.budgets]
+        settings = [(preset.name, {})] if knob is None or defaults else []
+        if knob is not None:
+            settings += [(f"{preset.name}@{b}", {knob.name: b}) for b in run.budgets]
         for label, knobs in settings:
             try:
+                if label == "full":
+                    run.replays[label] = full  # the same replay: built alike, run once
+                    continue
                 factory = preset.build(counter=counter, system=conversation.system, **knobs)
                 run.replays[label] = replay(conversation, factory, counter=counter, name=label, pricing=pricing)
             except HarpeLabError as exc:  # a budget it cannot keep, a budget with no room for messages, ...
@@ -95,47 +126,87 @@ def demo_replays(conversation: Any, *, counter: Any, fractions: Sequence[float] 
     return run
 
 
+def _at_budget(replays: dict[str, Any], budget: int) -> dict[str, Any]:
+    """The replays that ran at ``budget``: ``preset@budget``, and the presets without a
+    budget knob (whatever the budget, they send the same)."""
+    return {label: r for label, r in replays.items()
+            if label.endswith(f"@{budget}") or ("@" not in label and get_preset(label).budget_knob is None)}
+
+
+def _measure_lines(m: Any, conversation: Any) -> list[str]:
+    """`Measure.lines`, saying why a recording that names no model was priced, and that a
+    recording with usage recorded no compaction."""
+    lines = m.lines()
+    if m.pricing is not None and not conversation.models():
+        lines.insert(2, f"(the recording names no model: every call priced as {m.pricing.model}, the demo's default)")
+    rec = m.recorded
+    if rec is not None and len(rec.calls) and not rec.compactions:
+        lines.insert(3, "recorded compactions: none")
+    return lines
+
+
+def _describe(conversation: Any) -> str:
+    meta = conversation.metadata
+    s = conversation.summary()
+    return (f"{meta.get('format', 'conversation')} {conversation.id!r}: {s['turns']:,} turns, {s['messages']:,} "
+            f"messages, {s['tool_calls']:,} tool calls")  # fmt: skip
+
+
 def run_demo(out: str | Path = "out/report", *, fractions: tuple[float, ...] = DEMO_FRACTIONS,
-             datasets: tuple[str, ...] | None = None, strategies: Sequence[str] = DEMO_STRATEGIES,
-             pricing: str | None = DEMO_PRICING, echo: Any = print) -> Path:
-    """Replay the bundled datasets and write the report; return the path of ``index.html``.
-    ``pricing`` (a model in litellm's offline price table, or ``None``) fills the cost columns."""
+             datasets: tuple[str, ...] | None = None, conversations: Mapping[str, Any] | None = None,
+             strategies: Sequence[str] = DEMO_STRATEGIES, pricing: str | None = "auto",
+             echo: Any = print) -> Path:
+    """Replay the bundled datasets (``datasets``: their names, default all) and
+    ``conversations`` (label → `Conversation`, e.g. ``{"my session": load_any(path)}``; with
+    them, only the ``datasets`` named are added) and write the report; return the path of
+    ``index.html``. ``pricing`` as in `demo_measure`: ``"auto"`` prices each call by its
+    recorded model (`DEMO_PRICING` where none is named), a model name prices every call as
+    that model, ``None`` fills no cost."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     from . import datasets as bundled
-    from .evaluate import compare, retention, with_probe_turn
+    from .evaluate import BUDGET_SLACK, budget_fit, compare, rank_at_budget, retention, with_probe_turn
     from .plots import plot_context_map, plot_strategies, plot_token_use
-    from .models import Pricing
-    from .report import (ReportSection, format_frame, limit_sentence, limit_table, retention_by_category,
-                         totals_table, write_report)
-    from .tokens import TiktokenCounter
+    from .report import (ReportSection, compactions_table, format_frame, format_value, limit_sentence, limit_table,
+                         ranking_table, retention_by_category, totals_table, write_report)  # fmt: skip
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    counter = TiktokenCounter("cl100k_base")
-    price = Pricing.for_model(pricing) if pricing is not None else None
-    names = datasets or tuple(bundled.list_datasets())
+    if datasets is None and conversations is None:
+        datasets = tuple(bundled.list_datasets())
+    sources: list[tuple[str, Any, str]] = [(name, bundled.load(name), bundled.describe(name).title)
+                                           for name in datasets or ()]  # fmt: skip
+    sources += [(label, c, _describe(c)) for label, c in (conversations or {}).items()]
     strategies = tuple(strategies)
     for name in strategies:
         get_preset(name)
     sections, over, refused_all = [], [], []
     started = time.perf_counter()
-    for name in names:
+    for name, loaded, title in sources:
+        m = demo_measure(loaded, pricing=pricing)
         # probes are asked after the last turn: an empty final turn renders that context
-        conversation = with_probe_turn(bundled.load(name))
+        conversation = with_probe_turn(loaded)
         s = conversation.summary()
         echo(f"\n== {name}: {s['turns']} turns, {s['messages']} messages, {s['tool_calls']} tool calls, "
              f"{s['probes']} probes")
-        run = demo_replays(conversation, counter=counter, fractions=fractions, strategies=strategies, pricing=price)
+        measured = _measure_lines(m, loaded)
+        for line in measured:
+            echo(line)
+        recorded = m.recorded
+        compacted = recorded is not None and bool(recorded.compactions)
+        run = demo_replays(conversation, counter=m.counter, fractions=fractions, strategies=strategies,
+                           pricing=m.pricing, defaults=compacted)  # fmt: skip
         echo(f"largest full-history request: {run.peak:,} tokens; budgets {', '.join(f'{b:,}' for b in run.budgets)}")
         replays = run.replays
-        table = totals_table(replays, compare(list(replays.values())) if replays else None)
+        judged = compare(list(replays.values())) if replays else None
+        table = totals_table(replays, judged)
         echo(format_frame(table, TABLE_COLUMNS[0][1]).to_string(index=False))
         limits = limit_table(replays)
-        section = ReportSection(name, bundled.describe(name).title)
+        section = ReportSection(name, title, bullets=[("How it was measured (as harpe-lab replay measures it)",
+                                                       measured)])  # fmt: skip
         lines = [limit_sentence(row) for _, row in limits.iterrows()]
         over += [f"{name}: {line}" for line in lines]
         refused_all += [f"{name}: {label} — {reason}" for label, reason in run.refused]
@@ -145,10 +216,35 @@ def run_demo(out: str | Path = "out/report", *, fractions: tuple[float, ...] = D
             echo(f"{label}: refused — {reason}")
         for caption, columns in TABLE_COLUMNS:
             section.tables.append((caption, table[[c for c in columns if c in table.columns]]))
+        if compacted:
+            section.tables.append((
+                "Compactions: each preset at its defaults against what the recording's agent did (cost with "
+                f"caching up to request {recorded.compactions[0].request - 1:,}, before the first recorded "
+                "compaction, where the two histories part)",
+                compactions_table({k: r for k, r in replays.items() if "@" not in k}, recorded)))
         by_category = retention_by_category(retention(list(replays.values()))) if replays else None
         if by_category is not None and len(by_category.columns) > 2:  # more than one category
             section.tables.append(("Retention per probe category: known / findable under the full history",
                                    by_category))
+        if judged is not None:
+            labels = list(replays)
+            by = "retention" if judged["retention"].notna().any() else "artifact_retention"
+            for budget in run.budgets:
+                mine = _at_budget(replays, budget)
+                rows = judged.iloc[[labels.index(k) for k in mine]].copy()
+                fits = [budget_fit(r, budget) for r in mine.values()]
+                rows["budget_met"], rows["budget_note"] = [f[0] for f in fits], [f[1] for f in fits]
+                ranked = rank_at_budget(rows, by=by)
+                section.tables.append((
+                    f"Best at {budget:,} tokens by {by.replace('_', ' ')}: the strategies that kept the budget "
+                    f"(largest request at most {BUDGET_SLACK:.0%} above it), then those that did not, with why",
+                    ranking_table(ranked), "budget_note"))
+                top = ranked[ranked["rank"] == 1]
+                kept_out = int((~ranked["budget_met"].astype(bool)).sum())
+                if len(top):
+                    best = ", ".join(f"{r['strategy']} {format_value(by, r[by])}" for _, r in top.iterrows())
+                    echo(f"best at {budget:,} by {by.replace('_', ' ')}: {best}; {kept_out} kept out of the ranking "
+                         "(no budget knob, cut nothing, or over the budget)")
         if len(limits):
             section.tables.append(("Over the limit: requests above the strategy's declared limit", limits))
         mid = run.budgets[len(run.budgets) // 2] if run.budgets else None
@@ -158,8 +254,7 @@ def run_demo(out: str | Path = "out/report", *, fractions: tuple[float, ...] = D
 
         colors = {label: f"C{strategies.index(label.split('@')[0]) % 10}" for label in replays}  # per preset
         figures = [("tokens per request, all strategies at the middle budget",
-                    lambda ax: plot_strategies({k: r for k, r in replays.items() if "@" not in k or k.endswith(f"@{mid}")},
-                                               ax=ax, limit=mid, colors=colors))]  # fmt: skip
+                    lambda ax: plot_strategies(_at_budget(replays, mid), ax=ax, limit=mid, colors=colors))]  # fmt: skip
         for preset in DEMO_DETAIL:
             label = at_mid(preset)
             if label in replays:
@@ -192,14 +287,20 @@ def run_demo(out: str | Path = "out/report", *, fractions: tuple[float, ...] = D
     presets = ReportSection(
         "The strategies",
         "Every preset of the registry (harpe_lab.presets.PRESETS) ran; those with a budget knob at each budget, "
-        "labelled preset@budget.",
+        "labelled preset@budget, and on a recording whose agent compacted also once at their own defaults, "
+        "labelled by the name alone (as harpe-lab replay --strategy NAME runs them).",
         bullets=[("Presets", [_preset_line(get_preset(name)) for name in strategies])],
     )
-    priced = f"costs at {pricing} prices" if pricing is not None else "no pricing (costs are –)"
+    what = " and ".join(w for w, given in (("the bundled datasets", datasets), ("your recordings", conversations))
+                        if given)  # fmt: skip
+    priced = {"auto": f"each call priced by the model the recording names for it ({DEMO_PRICING} where it names "
+                      "none)", None: "no pricing (costs are –)"}.get(pricing, f"costs at {pricing} prices")
     index = write_report(
-        out, "harpe_lab demo: context strategies on the bundled datasets", [first, presets, legend, *sections],
+        out, f"harpe_lab demo: context strategies on {what}", [first, presets, legend, *sections],
         intro=f"Budgets are {', '.join(f'{f:.0%}' for f in fractions)} of each dataset's largest full-history "
-              f"request, set on each preset's budget knob; counter {counter.name}; {priced}; "
+              f"request, set on each preset's budget knob; each conversation measured as harpe-lab replay measures "
+              f"it — counts calibrated on the recording's provider usage where it has some, the tokenizer's "
+              f"uncalibrated estimate where it has none (each section says which); {priced}; "
               f"{time.perf_counter() - started:.1f} s to replay and draw.",
     )  # fmt: skip
     echo(f"\nreport written to {index}")

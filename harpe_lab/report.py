@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from .evaluate import COMPARE_MEANINGS
+
 __all__ = [
     "ReportSection",
     "write_report",
@@ -38,6 +40,10 @@ __all__ = [
     "retention_by_category",
     "limit_table",
     "limit_sentence",
+    "RANKING_SHOWN",
+    "ranking_table",
+    "compactions_table",
+    "compare_columns_markdown",
 ]
 
 GLOSSARY: tuple[tuple[str, str], ...] = (
@@ -98,6 +104,9 @@ GLOSSARY: tuple[tuple[str, str], ...] = (
                     "date difference): only a model judge (answer_probes) can score them; never counted as lost."),
     ("artifact_retention", "Share of the full history's artifacts (file paths, commands, numbers, URLs, identifiers, decisions) that the last request "
                            "still holds, in its messages or its summary."),
+    ("budget_met", COMPARE_MEANINGS["budget_met"]),
+    ("rank", "Place in the ranking at a budget by retention, among the strategies that kept the budget (budget_met): "
+             "1 for the best; equal retention goes to fewer tokens sent, and equal both share a rank."),
 )
 """Each count or column, defined once: (name, definition)."""
 
@@ -136,12 +145,21 @@ COLUMN_LABELS: dict[str, str] = {
     "limit": "limit",
     "overshoot_share": "share of requests",
     "error": "error",
+    "rank": "rank",
+    "budget_note": "why not ranked",
+    "compacted_at": "compacted at request",
+    "against_recorded": "against the recorded",
+    "cost_usd_cached_before": "cost with cache before it",
 }
 """Table headers, by column."""
 
 _SHARES = {"cached_prefix_share", "probe_retention", "artifact_retention", "answer_in_summary", "raw_retention",
            "retention", "overshoot_share", "answer_accuracy", "answer_accuracy_full", "answer_retention",
            "verbatim", "only_in_summary", "lost", "judge_agreement"}  # fmt: skip
+
+
+_TEXT = {"error", "limit", "budget_note", "compacted_at", "against_recorded"}
+"""Columns of free text: wrapped anywhere, left-aligned."""
 
 
 def _is_missing(value: Any) -> bool:
@@ -192,7 +210,9 @@ def table_html(frame: Any, columns: Sequence[str] | None = None, *, classes: str
              "input_tokens_median": "input_tokens", "input_tokens_p90": "input_tokens", "input_tokens_max": "input_tokens",
              "messages_dropped_max": "messages_dropped", "distill_tokens": "distill_calls",
              "cached_prefix_share": "cached_prefix_tokens", "error": "refused",
-             "cache_read_tokens_sum": "cache_read_tokens", "cache_write_tokens_sum": "cache_write_tokens"}  # fmt: skip
+             "cache_read_tokens_sum": "cache_read_tokens", "cache_write_tokens_sum": "cache_write_tokens",
+             "budget_note": "budget_met", "compacted_at": "compacted", "against_recorded": "compacted",
+             "cost_usd_cached_before": "cost_usd_cached"}  # fmt: skip
     head = []
     for c, label in zip(cols, shown.columns):
         tip = defs.get(alias.get(c, c))
@@ -216,7 +236,7 @@ def _cell(column: str, text: Any) -> str:
     body = html.escape(str(text))
     if column == "strategy":
         return f"<td>{body.replace('@', '@<wbr>')}</td>"
-    if column in ("error", "limit"):
+    if column in _TEXT:
         return f"<td class='text'>{body}</td>"
     if column not in COLUMN_LABELS:  # e.g. a probe category: short, may wrap at its spaces
         return f"<td class='free'>{body}</td>"
@@ -228,6 +248,20 @@ def glossary_markdown() -> str:
     lines = ["| name | meaning |", "| --- | --- |"]
     lines += [f"| `{name}` | {text} |" for name, text in GLOSSARY]
     return "\n".join(lines) + "\n\n" + _ALL_SURFACES + "\n"
+
+
+def compare_columns_markdown() -> str:
+    """`harpe_lab.evaluate.compare`'s columns (`COMPARE_MEANINGS`) as the Markdown table
+    ``docs/glossary.md`` holds, with which retention figure is the headline."""
+    from .evaluate import COMPARE_MEANINGS, HEADLINE
+
+    lines = [f"`compare(replays)` returns one row per replay; `frame.attrs[\"columns\"]` holds this table "
+             f"and `frame.attrs[\"headline\"]` is `\"{HEADLINE}\"`: quote and rank by it. `raw_retention` and "
+             "`probe_retention` are secondary: the first divides by every probe, even those the full history "
+             "cannot answer offline; the second credits only evidence sent word for word.", "",
+             "| column | meaning |", "| --- | --- |"]  # fmt: skip
+    lines += [f"| `{name}` | {text} |" for name, text in COMPARE_MEANINGS.items()]
+    return "\n".join(lines) + "\n"
 
 
 def glossary_html() -> str:
@@ -317,6 +351,69 @@ def limit_sentence(row: Mapping[str, Any]) -> str:
             f"{format_value('overshoot_tokens_max', row['overshoot_tokens_max'])} tokens")  # fmt: skip
 
 
+RANKING_SHOWN = ("strategy", "rank", "retention", "retention_denominator", "input_tokens_max", "input_tokens_sum")
+"""The columns `ranking_table` shows (the ranked-by figure in place of ``retention``)."""
+
+
+def ranking_table(ranked: Any) -> Any:
+    """`harpe_lab.evaluate.rank_at_budget`'s frame as the report shows it: `RANKING_SHOWN`
+    (the figure it ranked by in place of ``retention``, its denominator only for the
+    retention figures) and ``budget_note`` — the text `write_report` spreads across an
+    unranked row (pass ``"budget_note"`` as the table's span)."""
+    by = ranked.attrs.get("ranked_by", "retention")
+    columns = [by if c == "retention" else c for c in RANKING_SHOWN]
+    if "retention" not in by:
+        columns.remove("retention_denominator")
+    out = ranked[[c for c in columns if c in ranked.columns]].copy()
+    out["budget_note"] = list(ranked["unranked"])
+    return out
+
+
+def _requests_text(requests: Sequence[int], shown: int = 8) -> str:
+    if not len(requests):
+        return "none"
+    more = f", … ({len(requests) - shown:,} more)" if len(requests) > shown else ""
+    return ", ".join(f"{r:,}" for r in requests[:shown]) + more
+
+
+def compactions_table(replays: Mapping[str, Any], recorded: Any) -> Any:
+    """What the recording's agent did beside what each replay (label → Replay) would have
+    done. The first row is the recording itself (``recorded``); then one row per replay:
+    ``compactions`` (compacted requests), ``compacted_at`` (their request numbers, the
+    first eight), ``against_recorded`` (the k-th recorded compaction against the k-th
+    replayed one, and how many requests later: "103 → 104 (+1)"; for the recording, its
+    trigger and its tokens before and after) and ``cost_usd_cached_before``: the cost with
+    caching of the requests before the first recorded compaction — where the recorded and
+    the replayed histories part — or of every request when nothing was recorded compacting.
+    ``recorded`` is `harpe_lab.recorded.recorded` of the conversation (or
+    `Measure.recorded`); requests are numbered alike in both."""
+    import pandas as pd
+
+    points = list(recorded.compactions)
+    cut = points[0].request if points else recorded.requests
+    rec_cost = recorded.until(cut)["cost_usd_cached"].sum(min_count=1) if len(recorded.calls) else math.nan
+    sizes = [f"{c.trigger + ' ' if c.trigger else ''}{_tokens_text(c.tokens_before)} → "
+             f"{_tokens_text(c.tokens_after)} tokens" for c in points]  # fmt: skip
+    rows = [{"strategy": "recorded", "compactions": len(points),
+             "compacted_at": _requests_text([c.request for c in points]),
+             "against_recorded": "; ".join(sizes) or "none", "cost_usd_cached_before": float(rec_cost)}]  # fmt: skip
+    for label, r in replays.items():
+        f = r.requests
+        done = [int(i) for i in f.loc[f["compacted"], "request"]]
+        # the k-th recorded compaction against the k-th replayed one
+        near = [f"{c.request:,} → none" if k >= len(done)
+                else f"{c.request:,} → {done[k]:,} ({done[k] - c.request:+,})" for k, c in enumerate(points)]  # fmt: skip
+        before = float(f.loc[f["request"] < cut, "cost_usd_cached"].sum(min_count=1))
+        rows.append({"strategy": label, "compactions": len(done), "compacted_at": _requests_text(done),
+                     "against_recorded": "; ".join(near) or "–", "cost_usd_cached_before": before})
+    return pd.DataFrame(rows, columns=["strategy", "compactions", "compacted_at", "against_recorded",
+                                       "cost_usd_cached_before"])  # fmt: skip
+
+
+def _tokens_text(tokens: int | None) -> str:
+    return "?" if not tokens else f"{tokens:,}"
+
+
 # --- the page --------------------------------------------------------------------------------
 
 _STYLE = """
@@ -343,12 +440,16 @@ class ReportSection:
 
     title: str
     description: str = ""
-    tables: list[tuple[str, Any]] = field(default_factory=list)
-    """(caption, DataFrame) pairs, shown in the shared number format (`format_frame`)."""
+    tables: list[tuple[Any, ...]] = field(default_factory=list)
+    """(caption, DataFrame) pairs, shown in the shared number format (`format_frame`); a
+    third item names a column of text shown across the row instead of its values where it
+    is not empty (`table_html`'s ``span``)."""
     images: list[tuple[str, str]] = field(default_factory=list)
     """(caption, file name relative to the report folder) pairs."""
     bullets: list[tuple[str, list[str]]] = field(default_factory=list)
     """(caption, lines of text) pairs, shown as lists."""
+    folded: bool = False
+    """Shown closed (a ``<details>``), for the long lists a reader opens when needed."""
 
 
 def write_report(folder: str | Path, title: str, sections: Sequence[ReportSection], *, intro: str = "",
@@ -366,21 +467,26 @@ def write_report(folder: str | Path, title: str, sections: Sequence[ReportSectio
     if intro:
         parts.append(f"<p class='note'>{html.escape(intro)}</p>")
     for s in sections:
-        parts.append(f"<h2>{html.escape(s.title)}</h2>")
+        if s.folded:
+            parts.append(f"<details><summary><h2 style='display:inline'>{html.escape(s.title)}</h2></summary>")
+        else:
+            parts.append(f"<h2>{html.escape(s.title)}</h2>")
         if s.description:
             parts.append(f"<p class='note'>{html.escape(s.description)}</p>")
         for caption, lines in s.bullets:
             parts.append(f"<h3>{html.escape(caption)}</h3>")
             items = "".join(f"<li>{html.escape(line)}</li>" for line in lines)
             parts.append(f"<ul class='limits'>{items}</ul>")
-        for caption, frame in s.tables:
+        for caption, frame, *span in s.tables:
             parts.append(f"<h3>{html.escape(caption)}</h3>")
-            parts.append(f"<div class='table'>{table_html(frame)}</div>")
+            parts.append(f"<div class='table'>{table_html(frame, span=span[0] if span else None)}</div>")
         for caption, name in s.images:
             parts.append(
                 f"<figure><img src='{html.escape(name, quote=True)}' alt='{html.escape(caption, quote=True)}'>"
                 f"<figcaption>{html.escape(caption)}</figcaption></figure>"
             )
+        if s.folded:
+            parts.append("</details>")
     if glossary:
         parts.append("<h2 id='glossary'>Glossary</h2>")
         parts.append(glossary_html())

@@ -26,21 +26,29 @@ from harpe_lab.messages import Rendered
 from harpe_lab.evaluate import (
     ANSWER_COLUMNS,
     ANSWER_PROMPT,
+    BUDGET_SLACK,
     COMPARE_COLUMNS,
+    COMPARE_MEANINGS,
+    HEADLINE,
     PROBE_COLUMNS,
     RETENTION_COLUMNS,
     EvaluationError,
     answer_f1,
     answer_probes,
     artifact_retention,
+    budget_fit,
     compare,
     judge_agreement,
     message_passages,
     normalize_answer,
     probe_retention,
+    rank_at_budget,
     retention,
     with_probe_turn,
 )
+from harpe_lab.measure import measure
+from harpe_lab.presets import PRESETS
+from harpe_lab.protocol import Limit
 from harpe_lab import datasets
 from harpe_lab.findable import findable
 from harpe_lab.presets import make_strategy
@@ -607,6 +615,186 @@ class TestCompare:
         assert t["answer_accuracy_full"].to_dict() == {"full": 1.0, "windowed": 1.0}
 
 
+class TestColumnsAreDocumented:
+    def test_every_column_has_one_meaning_in_attrs(self):
+        t = compare([run("full"), run("windowed")])
+        assert tuple(COMPARE_MEANINGS) == COMPARE_COLUMNS == tuple(t.columns)
+        assert t.attrs["columns"] == dict(COMPARE_MEANINGS)
+        assert all(isinstance(v, str) and v and "\n" not in v for v in t.attrs["columns"].values())
+        assert t.attrs["budget"] is None
+
+    def test_retention_is_the_headline_and_the_other_two_say_they_are_secondary(self):
+        t = compare([run("full")])
+        assert t.attrs["headline"] == HEADLINE == "retention"
+        assert COMPARE_MEANINGS["retention"].startswith("The headline figure")
+        assert COMPARE_MEANINGS["raw_retention"].startswith("Secondary to retention")
+        assert COMPARE_MEANINGS["probe_retention"].startswith("Secondary to retention")
+
+    def test_without_a_budget_the_budget_columns_are_empty(self):
+        t = compare([run("full"), run("windowed")])
+        assert t["budget_met"].isna().all() and (t["budget_note"] == "").all()
+        with pytest.raises(EvaluationError, match=r"compare\(replays, budget=N\)"):
+            rank_at_budget(t)
+
+    @pytest.mark.parametrize("budget", [0, -5, 8000.5, True, "8000"])
+    def test_a_bad_budget_says_what_to_pass(self, budget):
+        with pytest.raises(EvaluationError, match="budget must be a whole number of tokens above 0, like 8000"):
+            compare([run("full")], budget=budget)
+
+
+class _Sent:
+    """What `budget_fit` reads of a replay: its requests' sizes and cuts, and its limit."""
+
+    def __init__(self, tokens, compacted=None, limit=None):
+        self.requests = pd.DataFrame({"input_tokens": tokens, "compacted": compacted or [False] * len(tokens)})
+        self.limit = limit
+
+
+class TestBudgetRule:
+    """The rule: met when the largest request is at most BUDGET_SLACK (10%) above the
+    budget; otherwise the note says why, and a note also says when the budget never applied."""
+
+    def test_the_slack_is_ten_percent(self):
+        assert BUDGET_SLACK == 0.10
+
+    def test_a_strategy_without_a_limit_is_said_to_have_no_budget_knob(self):
+        assert budget_fit(_Sent([5_000, 23_843]), 8_000) == (False, "sends up to 23,843 — no budget knob")
+        # within the budget it meets it, and the note still says the budget did not apply
+        assert budget_fit(_Sent([500, 1_030]), 8_000) == (True, "no budget knob; sends up to 1,030, within 8,000")
+        assert budget_fit(_Sent([500, 8_300]), 8_000) == (
+            True, "no budget knob; sends up to 8,300, within 10% of 8,000")
+
+    def test_a_limit_at_the_budget_that_cut_nothing(self):
+        sent = _Sent([5_000, 12_000, 23_843], limit=Limit(tokens=8_000, kind="high_water"))
+        assert budget_fit(sent, 8_000) == (False, "sends up to 23,843 — cut nothing at 8,000")
+
+    def test_a_limit_at_the_budget_that_cut_but_still_went_over(self):
+        sent = _Sent([7_000, 19_167, 12_000, 6_000], [False, False, True, True], Limit(tokens=8_000, kind="target"))
+        assert budget_fit(sent, 8_000) == (False, "sends up to 19,167 — above 8,000 in 2 of 4 requests")
+
+    @pytest.mark.parametrize("peak, met", [(8_000, True), (8_048, True), (8_800, True), (8_801, False)])
+    def test_a_reactive_strategy_may_cross_by_the_slack(self, peak, met):
+        # summarizing sends the request that crosses its high water, then compacts
+        sent = _Sent([7_900, peak, 4_000], [False, False, True], Limit(tokens=8_000, kind="high_water"))
+        assert budget_fit(sent, 8_000) == (
+            (True, "") if met else (False, f"sends up to {peak:,} — above 8,000 in 1 of 3 requests"))
+
+    def test_a_limit_at_another_number_is_named(self):
+        sent = _Sent([120_000, 165_839], [False, True], Limit(tokens=167_000, kind="high_water"))
+        assert budget_fit(sent, 8_000) == (False, "sends up to 165,839 — its limit is high water 167,000, not 8,000")
+        assert budget_fit(_Sent([900], limit=Limit(tokens=167_000, kind="high_water")), 8_000) == (
+            True, "its limit is high water 167,000, not 8,000")
+
+    def test_compare_fills_both_columns_from_the_rule(self):
+        replays = [run(name) for name in STRATEGIES]
+        budget = int(replays[1].requests["input_tokens"].max())  # windowed's largest request
+        t = compare(replays, budget=budget)
+        assert t.attrs["budget"] == budget and t["budget_met"].dtype == bool
+        for rp, (_, row) in zip(replays, t.iterrows()):
+            assert (row["budget_met"], row["budget_note"]) == budget_fit(rp, budget)
+        assert t.loc[t["strategy"] == "full", "budget_note"].item().endswith("— no budget knob")
+
+
+class TestRankAtBudget:
+    @staticmethod
+    def frame(rows):
+        columns = ["conversation", "strategy", "input_tokens_sum", "retention", "budget_met", "budget_note"]
+        t = pd.DataFrame(rows, columns=columns)
+        t.attrs.update(columns=dict(COMPARE_MEANINGS), headline="retention", budget=8_000)
+        return t
+
+    def test_only_the_strategies_that_kept_the_budget_are_ranked(self):
+        t = self.frame([
+            ("c", "full", 900, 1.0, False, "sends up to 23,843 — no budget knob"),
+            ("c", "sliding", 400, 0.5, True, ""),
+            ("c", "clearing", 900, 1.0, False, "sends up to 23,843 — cut nothing at 8,000"),
+            ("c", "windowed", 300, 0.5, True, ""),
+            ("c", "summarizing", 350, 0.8, True, ""),
+            ("c", "no-probes", 100, math.nan, True, ""),
+        ])  # fmt: skip
+        r = rank_at_budget(t)
+        assert r["strategy"].tolist() == ["summarizing", "windowed", "sliding", "no-probes", "full", "clearing"]
+        assert r["rank"].tolist()[:3] == [1.0, 2.0, 3.0] and r["rank"][3:].isna().all()
+        assert r["unranked"].tolist() == ["", "", "", "no retention to rank by",
+                                          "sends up to 23,843 — no budget knob",
+                                          "sends up to 23,843 — cut nothing at 8,000"]  # fmt: skip
+        assert list(r.columns[:3]) == ["conversation", "strategy", "rank"]
+        assert r.attrs["ranked_by"] == "retention" and r.attrs["budget"] == 8_000
+
+    def test_ties_share_a_rank_and_each_conversation_is_ranked_alone(self):
+        t = self.frame([
+            ("a", "x", 100, 0.5, True, ""), ("a", "y", 100, 0.5, True, ""), ("a", "z", 50, 0.4, True, ""),
+            ("b", "x", 100, 0.1, True, ""), ("b", "y", 100, 0.9, True, ""),
+        ])  # fmt: skip
+        r = rank_at_budget(t)
+        assert list(zip(r["conversation"], r["strategy"], r["rank"])) == [
+            ("a", "x", 1.0), ("a", "y", 1.0), ("a", "z", 3.0), ("b", "y", 1.0), ("b", "x", 2.0)]
+
+    def test_another_figure_can_rank(self):
+        t = self.frame([("c", "x", 100, 0.5, True, ""), ("c", "y", 100, 0.9, True, "")])
+        t["artifact_retention"] = [0.9, 0.1]
+        assert rank_at_budget(t, by="artifact_retention")["strategy"].tolist() == ["x", "y"]
+        with pytest.raises(EvaluationError, match="by must be one of"):
+            rank_at_budget(t, by="nope")
+
+
+def _at_budget(conversation, budget, counter):
+    """Every preset replayed at ``budget`` (those that refuse it left out)."""
+    from harpe_lab.errors import HarpeLabError
+
+    out = []
+    for name in PRESETS:
+        try:
+            factory = make_strategy(name, budget=budget, counter=counter, system=conversation.system)
+            out.append(replay(conversation, factory, counter=counter, name=name))
+        except HarpeLabError:
+            pass
+    return out
+
+
+def _check_kept_out(t, budget):
+    """The rule on a compare frame made at ``budget``: every row outside the ranking sent
+    more than the budget allows and says so; every ranked row kept it."""
+    r = rank_at_budget(t)
+    ranked, out = r[r["rank"].notna()], r[~r["budget_met"].astype(bool)]
+    assert (ranked["input_tokens_max"] <= budget * (1 + BUDGET_SLACK)).all()
+    assert (out["input_tokens_max"] > budget * (1 + BUDGET_SLACK)).all()
+    for _, row in out.iterrows():
+        assert row["unranked"] == row["budget_note"]
+        assert row["budget_note"].startswith(f"sends up to {row['input_tokens_max']:,} — ")
+    return r
+
+
+class TestBudgetOnBundledData:
+    def test_what_cuts_nothing_or_has_no_knob_is_kept_out_of_the_ranking(self):
+        conv = with_probe_turn(datasets.load("support_chat"))
+        counter = measure(conv).counter  # no provider usage: the tokenizer, uncalibrated
+        full = replay(conv, make_strategy("full", system=conv.system), counter=counter)
+        budget = int(round(full.requests["input_tokens"].max() * 0.75, -2))  # the demo's largest budget
+        t = compare(_at_budget(conv, budget, counter), budget=budget)
+        r = _check_kept_out(t, budget).set_index("strategy")
+        peak = int(full.requests["input_tokens"].max())
+        assert r.loc["full", "budget_note"] == f"sends up to {peak:,} — no budget knob"
+        # windowed's estimate (4 characters a token) thinks the whole chat fits: it cuts nothing
+        windowed = r.loc["windowed"]
+        assert windowed["compactions"] == 0
+        assert windowed["budget_note"] == f"sends up to {windowed['input_tokens_max']:,} — cut nothing at {budget:,}"
+        # naively, the strategies that send everything top the ranking at 1.0; with the rule the top kept it
+        naive = t.sort_values("retention", ascending=False, kind="stable")
+        assert not naive.iloc[0]["budget_met"]
+        assert r["rank"].min() == 1 and r.loc[r["rank"] == 1, "budget_met"].all()
+
+    def test_at_half_the_largest_request_the_no_knob_strategies_that_send_more_say_so(self):
+        conv = with_probe_turn(datasets.load("research_assistant"))
+        counter = measure(conv).counter
+        full = replay(conv, make_strategy("full", system=conv.system), counter=counter)
+        budget = int(round(full.requests["input_tokens"].max() * 0.5, -2))
+        r = _check_kept_out(compare(_at_budget(conv, budget, counter), budget=budget), budget).set_index("strategy")
+        for name in ("full", "masking", "trimming", "hybrid", "openhands-masking"):
+            assert r.loc[name, "budget_note"] == f"sends up to {r.loc[name, 'input_tokens_max']:,} — no budget knob"
+            assert r.loc[name, "retention"] == 1.0 and math.isnan(r.loc[name, "rank"])
+
+
 # --- real datasets -----------------------------------------------------------------------
 
 
@@ -677,3 +865,26 @@ class TestRealData:
         assert full["findable"] == w["findable"] > 100  # one denominator for both
         assert full["retention"] == 1.0 and 0.0 < w["retention"] < 0.8
         assert w["lost"] == pytest.approx(1.0 - w["retention"])
+
+    def test_locomo_at_8000_what_cuts_nothing_is_said_and_kept_out_of_the_ranking(self, real_data):
+        """The issue's case: on a LoCoMo dialogue at 8,000, the strategies that cut nothing
+        (chat has no tool results to mask, trim or clear) sent everything and topped the
+        retention ranking at 1.00."""
+        importers = pytest.importorskip("harpe_lab.importers")
+        conv = with_probe_turn(importers.load_locomo(real_data / "locomo" / "locomo_dev3.json"))
+        counter = measure(conv).counter
+        t = compare(_at_budget(conv, 8_000, counter), budget=8_000)
+        r = _check_kept_out(t, 8_000).set_index("strategy")
+        peak = int(r.loc["full", "input_tokens_max"])
+        for name in ("full", "masking", "trimming", "openhands-masking", "hybrid"):
+            assert r.loc[name, "budget_note"] == f"sends up to {peak:,} — no budget knob", name
+        for name in ("clearing", "langchain-clearing"):  # a high water that found nothing to clear
+            assert r.loc[name, "budget_note"] == f"sends up to {peak:,} — cut nothing at 8,000", name
+        cut_nothing = r[r["compactions"] == 0]
+        assert len(cut_nothing) >= 6 and (cut_nothing["retention"] == 1.0).all()
+        assert cut_nothing["rank"].isna().all()
+        ranked = r[r["rank"].notna()].sort_values("rank")
+        assert ranked["retention"].max() < 1.0 and (ranked["input_tokens_max"] <= 8_800).all()
+        # the reactive and estimated ones that cross by a few tokens are ranked, their note empty
+        for name in ("summarizing", "windowed"):
+            assert 8_000 < r.loc[name, "input_tokens_max"] <= 8_800 and r.loc[name, "budget_note"] == ""

@@ -13,8 +13,13 @@
                            the full history through litellm, scores the replies, and reports
                            the model's agreement with the matcher (`judge_agreement`)
 `compare`                  one row per replay: tokens, compactions, distill cost, overshoots,
-                           relative retention with its denominator, artifact retention,
-                           answer accuracy
+                           whether it kept a budget (``budget=``) and why not, relative
+                           retention with its denominator, artifact retention, answer
+                           accuracy; each column's meaning in ``frame.attrs["columns"]``
+`budget_fit`               whether one replay kept a budget, and a note when it did not
+                           apply or was not met ("sends up to 23,843 — no budget knob")
+`rank_at_budget`           a `compare` frame at a budget, best first by the headline
+                           retention, the replays that did not keep the budget unranked
 `message_passages`         a conversation's messages as the matcher reads them: with the
                            session day they were said on and the speaker
 =========================  ================================================================
@@ -37,7 +42,8 @@ from __future__ import annotations
 from ..errors import EvaluationError
 from ._answers import ANSWER_COLUMNS, ANSWER_PROMPT, JUDGE_SYSTEM, answer_f1, answer_probes, judge_agreement, normalize_answer
 from ._artifacts import artifact_retention
-from ._compare import COMPARE_COLUMNS, compare
+from ._compare import (BUDGET_SLACK, COMPARE_COLUMNS, COMPARE_MEANINGS, HEADLINE, budget_fit, compare,
+                       rank_at_budget)
 from ._passages import message_passages
 from ._probes import PROBE_COLUMNS, PROBE_TURN_ID, probe_request, probe_retention, with_probe_turn
 from ._retention import RETENTION_COLUMNS, retention
@@ -54,11 +60,16 @@ __all__ = [
     "answer_probes",
     "judge_agreement",
     "compare",
+    "budget_fit",
+    "rank_at_budget",
     "normalize_answer",
     "answer_f1",
     "PROBE_COLUMNS",
     "ANSWER_COLUMNS",
     "COMPARE_COLUMNS",
+    "COMPARE_MEANINGS",
+    "HEADLINE",
+    "BUDGET_SLACK",
     "ANSWER_PROMPT",
     "JUDGE_SYSTEM",
     "PROBE_TURN_ID",
