@@ -23,7 +23,8 @@ cache       cache-aware cost against the usage real Claude Code sessions recorde
 peers       each native strategy / the peer adapter running its project's own code, same
             requests checked (`benchmarks.peers`)
 sessions    ``harpe-lab sessions`` over 1 GB of generated sessions: MB/s on one core and the
-            process's peak memory (`benchmarks.sessions`)
+            process's peak memory; ``compare`` of ten sessions under every preset against
+            tokenizing them once, and on 2 workers against 1 (`benchmarks.sessions`)
 ==========  ==============================================================================
 
 Before each section the runner waits (at most 30 s) for the 1-minute load average to fall to
@@ -269,7 +270,9 @@ def _peers(s: Sizes) -> list[Row]:
 def _sessions(s: Sizes) -> list[Row]:
     from benchmarks import sessions
 
-    return sessions.run(total_mb=s.sessions_mb, reps=min(s.reps, 3))
+    small = s.sessions_mb < 100  # --tiny: toy sizes, only to see the code run
+    return sessions.run(total_mb=s.sessions_mb, reps=min(s.reps, 3)) + sessions.compare_rows(
+        sessions=2 if small else 10, session_mb=0.2 if small else 3.0, reps=1 if small else min(s.reps, 2))
 
 
 SECTIONS: dict[str, str] = {

@@ -1,5 +1,7 @@
 """``harpe-lab sessions`` on a large folder: throughput in MB/s of session files on one core,
-and the peak memory of the whole command, both measured in a fresh subprocess.
+and the peak memory of the whole command, both measured in a fresh subprocess; and
+``harpe-lab compare`` of ten real-size sessions under every preset, against tokenizing each
+session once, on one worker and on two (`compare_rows`).
 
 The folder is generated: Claude Code sessions written by `generate` (our own text, the shape
 of the real recordings: a user record, then assistant records with usage, tool results of a
@@ -123,5 +125,53 @@ def run(*, total_mb: int = 1_000, reps: int = 3) -> list[Row]:
 
 
 if __name__ == "__main__":
-    for row in run(total_mb=int(sys.argv[1]) if len(sys.argv) > 1 else 200, reps=1):
+    for row in run(total_mb=int(sys.argv[1]) if len(sys.argv) > 1 else 200, reps=1) + compare_rows():
         print(row.what, row.shown(), row.verdict, row.detail)
+
+
+COMPARE_GOAL = Goal("<=", 10)
+SPEEDUP_GOAL = Goal(">=", 1.8)
+
+
+def compare_rows(*, sessions: int = 10, session_mb: float = 3.0, budget: int = 100_000, reps: int = 1) -> list[Row]:
+    """``compare`` of ``sessions`` generated real-size Claude Code sessions under every preset,
+    against tokenizing each session once (a fresh counter counting every message), and on 2
+    workers against 1 — wall time, in this process (the pool forks from it)."""
+    import time
+
+    from harpe_lab.presets import PRESETS
+    from harpe_lab.study import compare_sessions, load_sessions
+    from harpe_lab.tokens import TiktokenCounter
+
+    with tempfile.TemporaryDirectory(prefix="harpe-bench-compare-") as tmp:
+        paths = []
+        for k in range(sessions):
+            path = Path(tmp) / f"{k:03d}.jsonl"
+            path.write_bytes(_session(k, int(session_mb * 1_000_000)))
+            paths.append(path)
+        convs = load_sessions(paths)
+    floor, one, two = [], [], []
+    for rep in range(reps):
+        started = time.perf_counter()
+        for c in convs:
+            counter = TiktokenCounter()
+            for m in c.messages():
+                counter.count_message(m)
+        floor.append(time.perf_counter() - started)
+        frames = []
+        for workers, out in ((1, one), (2, two)):
+            started = time.perf_counter()
+            frames.append(compare_sessions(convs, list(PRESETS), budgets=[budget], workers=workers, progress=False))
+            out.append(time.perf_counter() - started)
+        if not frames[0].drop(columns=["counter"]).equals(frames[1].drop(columns=["counter"])):
+            raise AssertionError("compare on 1 and on 2 workers gave different frames")
+        log(f"  compare: rep {rep + 1}/{reps}: floor {floor[-1]:.1f} s, 1 worker {one[-1]:.1f} s, 2 workers {two[-1]:.1f} s")
+    refused = int(frames[0]["budget_note"].str.startswith("refused").sum())
+    where = (f"{sessions} generated Claude Code sessions of ~{session_mb:g} MB, {len(PRESETS)} presets at "
+             f"{budget:,} tokens ({refused} replays refused), wall time")
+    return [
+        Row("8 sessions", "compare, every preset, 1 worker / tokenizing each session once", median(one) / median(floor),
+            goal=COMPARE_GOAL, reps=reps, detail=f"{median(one):.1f} s / {median(floor):.2f} s; {where}"),
+        Row("8 sessions", "compare, every preset: 1 worker / 2 workers", median(one) / median(two), goal=SPEEDUP_GOAL,
+            reps=reps, detail=f"{median(one):.1f} s / {median(two):.1f} s; {where}"),
+    ]

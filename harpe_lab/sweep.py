@@ -68,7 +68,7 @@ from .conversation import Conversation
 from .errors import StrategyError
 from .replay import replay
 
-__all__ = ["sweep", "grid_points"]
+__all__ = ["sweep", "grid_points", "PerConversation"]
 
 _CHUNKS_PER_WORKER = 4  # fewer chunks than this and the last one to finish leaves workers idle
 _JOBS: tuple | None = None  # what forked workers read instead of unpickling anything
@@ -122,37 +122,71 @@ def _chunks(sizes: Sequence[int], tasks: Sequence[tuple[int, str, dict[str, Any]
     return sorted(chunks, key=lambda chunk: -len(chunk) * sizes[tasks[chunk[0]][0]])
 
 
+def _per(value: Any, conversation: Conversation) -> Any:
+    """``value``, or its entry for ``conversation`` when it is a `PerConversation`."""
+    return value[conversation.id] if isinstance(value, PerConversation) else value
+
+
 def _replay_chunk(conversation: Conversation, chunk: Sequence[Task], counter: Any, tools: tuple,
-                  pricing: Any) -> tuple[list[dict[str, Any]], str, float]:  # fmt: skip
+                  pricing: Any, extra: Callable[[Any, dict[str, Any]], Mapping[str, Any]] | None = None,
+                  ) -> tuple[list[dict[str, Any]], str, float]:  # fmt: skip
     """The rows of one chunk, this process's name and the CPU seconds this thread spent
     (thread time: a dask worker runs its own threads beside the task)."""
     started = time.thread_time()
+    counter, pricing = _per(counter, conversation), _per(pricing, conversation)
     rows = []
     for name, factory, params in chunk:
         kwargs = _accepted(factory, params)
-        result = replay(conversation, lambda: factory(**kwargs), counter=counter, tools=tools, pricing=pricing,
-                        name=name)  # fmt: skip
-        rows.append({"conversation": conversation.id, "strategy": name, **params, **result.totals()})
+        kwargs.update(_given(factory, conversation=conversation, counter=counter))
+        try:
+            result = replay(conversation, lambda: factory(**kwargs), counter=counter, tools=tools, pricing=pricing,
+                            name=name)  # fmt: skip
+        except StrategyError as err:
+            if extra is None:
+                raise
+            # with `extra` (a report of several sessions), one refusal is a row, not the end of the run:
+            # a budget too small for the session, a knob value it cannot take
+            rows.append({"conversation": conversation.id, "strategy": name, **params, "refused": " ".join(str(err).split())})
+            continue
+        row = {"conversation": conversation.id, "strategy": name, **params, **result.totals()}
+        if extra is not None:
+            row.update(extra(result, params))
+        rows.append(row)
     return rows, f"{socket.gethostname()}:{os.getpid()}", time.thread_time() - started
 
 
+def _given(factory: Callable[..., Any], **available: Any) -> dict[str, Any]:
+    """What the engine hands a factory that names it: the conversation and its counter."""
+    try:
+        names = inspect.signature(factory).parameters
+    except (TypeError, ValueError):
+        return {}
+    return {k: v for k, v in available.items() if k in names}
+
+
+class PerConversation(dict):
+    """A counter or a pricing per conversation id, for `sweep`'s ``counter`` and ``pricing``
+    (e.g. a counter calibrated on each session)."""
+
+
 def _run_sent(conversation: Conversation, chunk: Sequence[Task], counter: Any, tools: tuple, pricing: Any,
-              origin: int) -> tuple[list[dict[str, Any]], str, float]:  # fmt: skip
+              origin: int, extra: Any = None) -> tuple[list[dict[str, Any]], str, float]:  # fmt: skip
+    counter = _per(counter, conversation)
     if os.getpid() != origin:
         # counters pickle without their caches: reuse this worker's warm copy of an equal one
         try:
             counter = _WARM.setdefault(counter, counter)
         except TypeError:  # an unhashable counter of the user's: use it as sent
             pass
-    return _replay_chunk(conversation, chunk, counter, tools, pricing)
+    return _replay_chunk(conversation, chunk, counter, tools, pricing, extra)
 
 
 def _run_forked(c: int) -> tuple[list[dict[str, Any]], str, float]:
     assert _JOBS is not None
-    conversations, strategies, tasks, chunks, counter, tools, pricing = _JOBS
+    conversations, strategies, tasks, chunks, counter, tools, pricing, extra = _JOBS
     chunk = [tasks[k] for k in chunks[c]]
     return _replay_chunk(conversations[chunk[0][0]], [(name, strategies[name], p) for _, name, p in chunk], counter,
-                         tools, pricing)  # fmt: skip
+                         tools, pricing, extra)  # fmt: skip
 
 
 def _usable_cores() -> int:
@@ -172,6 +206,7 @@ def sweep(
     tools: Sequence[Mapping[str, Any]] = (),
     pricing: Any = None,
     progress: bool = True,
+    extra: Callable[[Any, dict[str, Any]], Mapping[str, Any]] | None = None,
 ) -> Any:
     """Replay every conversation under every strategy at every grid point; return one row
     per replay: ``conversation, strategy``, the grid parameters, then the totals.
@@ -179,7 +214,16 @@ def sweep(
     ``workers`` sizes the default process pool (default: the usable cores; 1 replays in
     this process); it cannot be combined with ``executor``, which is a
     ``concurrent.futures.Executor`` or a ``distributed.Client`` (see the module
-    documentation for running on a dask cluster)."""
+    documentation for running on a dask cluster).
+
+    ``counter`` and ``pricing`` may be a `PerConversation` mapping of conversation id to a
+    counter or a pricing (a counter calibrated on each session, each priced by its models); a
+    factory that names ``conversation`` or ``counter`` in its signature is given the
+    conversation being replayed and its counter (a preset built per session). ``extra``, a
+    function of the `Replay` and its grid point, adds its columns to each row, computed where
+    the replay ran; with it, a strategy that refuses the session (`StrategyError`: a budget
+    that cannot hold what it must keep) gives a row whose ``refused`` says why instead of
+    stopping the sweep."""
     import pandas as pd
     from tqdm.auto import tqdm
 
@@ -222,7 +266,7 @@ def sweep(
     try:
         n = min(n, len(chunks))
         if executor is None and n > 1 and "fork" in multiprocessing.get_all_start_methods():
-            _JOBS = (convs, dict(strategies), tasks, chunks, counter, tools, pricing)
+            _JOBS = (convs, dict(strategies), tasks, chunks, counter, tools, pricing, extra)
             with ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("fork")) as pool:
                 futures = {pool.submit(_run_forked, c): c for c in range(len(chunks))}
                 for future in _as_completed(futures):
@@ -230,14 +274,14 @@ def sweep(
         elif executor is None:
             for c, chunk in enumerate(chunks):
                 sent = [(tasks[k][1], strategies[tasks[k][1]], tasks[k][2]) for k in chunk]
-                collect(c, _replay_chunk(convs[tasks[chunk[0]][0]], sent, counter, tools, pricing))
+                collect(c, _replay_chunk(convs[tasks[chunk[0]][0]], sent, counter, tools, pricing, extra))
         else:
             origin = os.getpid()
             futures = {}
             for c, chunk in enumerate(chunks):
                 sent = [(tasks[k][1], strategies[tasks[k][1]], tasks[k][2]) for k in chunk]
                 futures[executor.submit(_run_sent, convs[tasks[chunk[0]][0]], sent, counter, tools, pricing,
-                                        origin)] = c  # fmt: skip
+                                        origin, extra)] = c  # fmt: skip
             for future in _as_completed(futures):
                 c = futures[future]
                 try:

@@ -1,7 +1,7 @@
 """The ``harpe-lab`` command line.
 
 One parser, one error handler. Each subcommand's handler lives in a module of this package
-(``replay``, ``sessions``, ``journal``, ``chat``, ``demo``) and is imported only when its subcommand runs,
+(``replay``, ``sessions``, ``study`` for compare and tune, ``journal``, ``chat``, ``demo``) and is imported only when its subcommand runs,
 so ``harpe-lab --help`` stays fast.
 
 Exit codes::
@@ -149,6 +149,53 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--subagents", action="store_true", help="include Claude Code's subagent files")
     p.add_argument("--strict", action="store_true", help="exit 1 when any file was skipped")
     p.set_defaults(_target=("harpe_lab.cli.sessions", "cli_sessions"))
+
+    study = argparse.ArgumentParser(add_help=False)
+    study.add_argument("paths", nargs="+", metavar="PATH", help="session files or folders of them")
+    study.add_argument("--set", action="append", default=[], metavar="KNOB=VALUE", dest="knobs",
+                       help="set a knob of every strategy that has it (repeatable)")
+    study.add_argument("--pricing", default="auto", metavar="auto|MODEL",
+                       help="auto (default): each call priced by its recorded model; MODEL: all as MODEL; none")
+    study.add_argument("--workers", type=positive_int, default=None, metavar="N",
+                       help="replay on N processes (default: the usable cores)")
+
+    p = sub.add_parser(
+        "compare", parents=[common, study],
+        help="replay your sessions under several strategies: tokens, cost with caching, compactions, retention",
+        description="Replay every session under every strategy (and budget). Each session is counted with a "
+                    "counter calibrated on its own recorded usage and priced by its own models; the totals per "
+                    "strategy come first. --out writes an HTML report and the frame as CSV.",
+    )
+    p.add_argument("--strategies", required=True, metavar="A,B,C", help="preset names (`harpe-lab replay --list`)")
+    p.add_argument("--budget", type=positive_int, default=None, metavar="N", help="one budget for every strategy")
+    p.add_argument("--budgets", default=None, metavar="A,B,C", help="several budgets")
+    p.add_argument("--window", type=positive_int, default=None, metavar="N",
+                   help="the context window for presets that take one (default: each session's declared window)")
+    p.add_argument("--dask", default=None, metavar="ADDRESS", help="run on a dask cluster (its scheduler's address)")
+    p.add_argument("--out", default=None, metavar="DIR", help="write the HTML report and compare.csv into DIR")
+    p.add_argument("--format", type=_choice("--format", FORMATS), default="table", metavar="FORMAT",
+                   help="table (for people, default), json or csv (for scripts)")
+    p.set_defaults(_target=("harpe_lab.cli.study", "cli_compare"))
+
+    p = sub.add_parser(
+        "tune", parents=[common, study],
+        help="search one knob of a strategy over your sessions and print the agent's own setting for it",
+        description="Search one knob of a strategy over all the sessions (a grid, refined around the best), "
+                    "print the values tried and the frontier of cost against retention, recommend a value, and "
+                    "print the agent's own configuration for it where the agent has one.",
+    )
+    p.add_argument("--strategy", required=True, metavar="NAME", help="the preset to tune")
+    p.add_argument("--knob", default=None, metavar="KNOB=LO:HI",
+                   help="the knob and its range (default: the budget knob, up to the declared window)")
+    p.add_argument("--objective", type=_choice("--objective", ("cost", "tokens")), default="cost",
+                   help="cost (with caching, default) or tokens (sent)")
+    p.add_argument("--min-retention", type=float, default=None, metavar="X",
+                   help="keep at least this share of what the full history held (sessions with probes)")
+    p.add_argument("--no-overshoot", action="store_true", help="no request over the strategy's limit")
+    p.add_argument("--points", type=positive_int, default=8, metavar="N",
+                   help="values tried on the first grid, and again between the best one's neighbours (default 8)")
+    p.add_argument("--plot", default=None, metavar="FILE", help="draw the cost (and retention) against the knob")
+    p.set_defaults(_target=("harpe_lab.cli.study", "cli_tune"))
 
     journal = sub.add_parser("journal", parents=[common], help="inspect or check a Harpe journal").add_subparsers(
         dest="subcommand", required=True, metavar="SUBCOMMAND"

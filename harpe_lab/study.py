@@ -1,0 +1,412 @@
+"""Strategies on your own sessions: compare several on all of them, tune one's knob.
+
+`compare_sessions` replays every session under every strategy (and budget) with the numbers
+a user can trust by default: each session measured with `harpe_lab.measure.measure` — a
+counter calibrated on its own recorded usage (sessions without usage share a fit pooled over
+the others), prices by each call's recorded model — and each preset's window knob set to the
+session's declared window. One row per (session, strategy, budget); the columns are
+documented in ``frame.attrs["columns"]``.
+
+`tune` searches one knob of one preset over all sessions — a coarse grid between ``lo`` and
+``hi``, then a finer one around the best — and recommends the value that minimises the
+objective (cost with caching, or tokens sent) under the constraints (a least retention, no
+request over the limit). `agent_setting` turns the recommendation into the agent's own
+configuration where the agent has one.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping, Sequence
+
+from .conversation import Conversation
+from .errors import HarpeLabError, StrategyError
+
+__all__ = ["compare_sessions", "tune", "Tuning", "agent_setting", "STUDY_COLUMNS", "load_sessions"]
+
+WINDOW_KNOBS = ("context_window", "window")
+
+STUDY_COLUMNS: dict[str, str] = {
+    "session": "The session's conversation id.",
+    "strategy": "The preset replayed.",
+    "budget": "The budget it was replayed at (its budget knob; NaN: the preset's defaults).",
+    "requests": "Model calls replayed.",
+    "input_tokens_sum": "Input tokens sent over all requests, as the session's calibrated counter counts them.",
+    "input_tokens_max": "The largest request.",
+    "cost_usd": "Cost without prompt caching, each call priced by its recorded model.",
+    "cost_usd_cached": "Cost with prompt caching, as the provider would have billed it.",
+    "compactions": "Requests that were not the previous request plus new messages (the strategy cut or replaced).",
+    "first_compaction": "The request where the replay first compacted (NaN: never).",
+    "recorded_compactions": "Compactions the session's own agent made.",
+    "recorded_first_compaction": "The request after the agent's first compaction (NaN: none).",
+    "overshoots": "Requests above the strategy's declared limit.",
+    "distill_calls": "Summarizer calls the strategy made.",
+    "retention": "Of the probes findable in the full history, the share the requests still held (NaN: the "
+                 "session has no probes).",
+    "budget_met": "Whether the strategy kept the budget (evaluate.budget_fit); NaN without a budget.",
+    "budget_note": "Why a budget did not apply or was not met ('sends up to 23,843 — no budget knob'), or why the "
+                   "strategy refused the session ('refused: ...': what it must keep does not fit its budget).",
+    "refused": "Why the strategy could not replay the session (its budget cannot hold what it must keep); empty "
+               "when it replayed.",
+    "counter": "How the session was counted: calibrated, pooled, or the tokenizer alone.",
+    "calibration_error": "The calibrated counter's median error on the session's recorded requests.",
+    "pricing": "The models the session was priced by.",
+}
+
+
+def load_sessions(sources: Iterable[Any]) -> list[Conversation]:
+    """Conversations from paths (a file of several gives all of them) or Conversations."""
+    from .importers import load_all, load_any
+
+    out: list[Conversation] = []
+    for s in sources:
+        if isinstance(s, Conversation):
+            out.append(s)
+            continue
+        try:
+            out.extend(load_all(s))
+        except HarpeLabError:
+            out.append(load_any(s))
+    if not out:
+        raise HarpeLabError("no sessions given: pass session files, folders' files or Conversations")
+    ids = [c.id for c in out]
+    if len(set(ids)) < len(ids):  # the same id twice (a session copied): tell them apart
+        out = [c.with_(id=f"{c.id}#{k}") if ids.count(c.id) > 1 else c for k, c in enumerate(out)]
+    return out
+
+
+@dataclass(frozen=True)
+class _Preset:
+    """A preset built per session: its counter, system prompt and declared window (a module
+    level class, so a dask worker can unpickle it)."""
+
+    name: str
+    knobs: tuple[tuple[str, int], ...] = ()
+    window: int | None = None
+
+    def __call__(self, conversation: Conversation, counter: Any, budget: int | None = None) -> Any:
+        from .presets import get_preset, make_strategy
+        from .recorded import declared_window
+
+        preset = get_preset(self.name)
+        knobs = dict(self.knobs)
+        names = {k.name for k in preset.knobs}
+        window = self.window or declared_window(conversation)
+        for knob in WINDOW_KNOBS:
+            if knob in names and knob not in knobs and window:
+                knobs[knob] = window
+        budget = knobs.pop("budget", budget)
+        return make_strategy(self.name, budget=budget, counter=counter, system=conversation.system, **knobs)()
+
+
+@dataclass(frozen=True)
+class _Facts:
+    """Per replay, beside its totals: where it compacted, whether the budget bound, retention.
+    A preset without a budget knob is replayed once and judged at every budget
+    (``fits``: budget → ``(met, note)``)."""
+
+    budgets: tuple[int, ...] = ()
+
+    def __call__(self, replay: Any, params: dict[str, Any]) -> dict[str, Any]:
+        from .evaluate import budget_fit
+        from .recorded import recorded
+
+        f = replay.requests
+        compacted = f.loc[f["compacted"], "request"]
+        rec = recorded(replay.conversation).compactions
+        budget = params.get("budget")
+        met, note = budget_fit(replay, budget) if budget is not None else (math.nan, "")
+        retention = math.nan
+        if replay.conversation.probes:
+            from .evaluate import retention as probe_retention
+
+            retention = float(probe_retention(replay, by_category=False)["retention"].iloc[0])
+        return {
+            "first_compaction": int(compacted.iloc[0]) if len(compacted) else math.nan,
+            "recorded_compactions": len(rec), "recorded_first_compaction": rec[0].request if rec else math.nan,
+            "retention": retention, "budget_met": met, "budget_note": note,
+            "fits": {} if budget is not None else {b: budget_fit(replay, b) for b in self.budgets},
+            "sizes": tuple(int(x) for x in f["input_tokens"]), "compacted_at": tuple(int(x) for x in compacted),
+        }
+
+
+def _measures(conversations: Sequence[Conversation], *, counter: Any, calibrate: bool,
+              pricing: Any) -> dict[str, Any]:
+    """Each session's `Measure`; sessions without usage share a fit pooled over the rest."""
+    from .calibrate import calibrate as fit
+    from .measure import measure
+
+    out = {c.id: measure(c, counter=counter, calibrate=calibrate, pricing=pricing) for c in conversations}
+    fitted = [c for c in conversations if out[c.id].calibration is not None]
+    bare = [c for c in conversations if out[c.id].calibration is None and not out[c.id].calibrated]
+    if calibrate and fitted and bare:
+        import dataclasses
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            pooled = fit(fitted, out[fitted[0].id].calibration.counter.base)
+        for c in bare:
+            out[c.id] = dataclasses.replace(out[c.id], counter=pooled.counter, calibration=pooled,
+                                            counter_name=f"{out[c.id].counter_name} (fit pooled over "
+                                                         f"{len(fitted)} sessions)", uncalibrated_why="")
+    return out
+
+
+def compare_sessions(sources: Iterable[Any], strategies: Sequence[str], *, budgets: Sequence[int] | None = None,
+                     knobs: Mapping[str, int] | None = None, pricing: Any = "auto", window: int | None = None,
+                     counter: Any = "cl100k_base", calibrate: bool = True, workers: int | None = None,
+                     executor: Any = None, progress: bool = True, measures: Mapping[str, Any] | None = None) -> Any:
+    """Every session under every preset in ``strategies`` (at each of ``budgets``; a preset
+    without a budget knob runs once, at its defaults); one row per replay (`STUDY_COLUMNS`).
+    ``knobs`` sets other knobs by name for every preset that has them; ``window`` overrides
+    the declared window. ``frame.attrs["measures"]`` holds each session's `Measure`."""
+    import pandas as pd
+
+    from .presets import get_preset
+    from .sweep import PerConversation, sweep
+
+    from .evaluate import with_probe_turn
+
+    # a probe asked after the last turn is judged at a request made for it
+    convs = [with_probe_turn(c) if c.probes else c for c in load_sessions(sources)]
+    if not strategies:
+        raise StrategyError("compare needs at least one strategy (`harpe-lab replay --list` names them)")
+    presets = [get_preset(name) for name in strategies]
+    knobs = dict(knobs or {})
+    for name, value in knobs.items():
+        if not any(name in {k.name for k in p.knobs} for p in presets):
+            raise StrategyError(f"no strategy of {list(strategies)} has a knob {name!r}")
+    if measures is None:  # `tune` measures once for all its runs
+        measures = _measures(convs, counter=counter, calibrate=calibrate, pricing=pricing)
+    facts = _Facts(tuple(budgets or ()))
+    frames = []
+    for with_budget in (True, False):
+        chosen = {p.name: _Preset(p.name, tuple((k, v) for k, v in knobs.items()
+                                                if k in {x.name for x in p.knobs}), window)
+                  for p in presets if (p.budget_knob is not None) == with_budget}
+        if chosen:
+            grid = {"budget": list(budgets)} if budgets and with_budget else None
+            frames.append(sweep(
+                convs, chosen, grid, counter=PerConversation({c.id: measures[c.id].counter for c in convs}),
+                pricing=PerConversation({c.id: measures[c.id].pricing for c in convs}), workers=workers,
+                executor=executor, progress=progress, extra=facts))
+    frame = pd.concat(frames, ignore_index=True)
+    if "budget" not in frame:
+        frame["budget"] = math.nan
+    rows, sizes, compacted_at = [], {}, {}
+    for row in frame.to_dict("records"):  # a preset with no budget knob, judged at each budget
+        label = row["strategy"] if "budget" not in row or _missing(row["budget"]) else \
+            f"{row['strategy']}@{int(row['budget']):,}"
+        if isinstance(row.get("refused"), str):
+            rows.append({**row, "budget_met": False, "budget_note": f"refused: {row['refused']}"})
+            continue
+        sizes[(row["conversation"], label)] = row.pop("sizes")
+        compacted_at[(row["conversation"], label)] = row.pop("compacted_at")
+        fits = row.pop("fits")
+        if fits:
+            rows += [{**row, "budget": b, "budget_met": met, "budget_note": note} for b, (met, note) in fits.items()]
+        else:
+            rows.append(row)
+    frame = pd.DataFrame(rows)
+    frame = frame.rename(columns={"conversation": "session"})
+    frame["counter"] = [measures[s].counter_line().removeprefix("counter: ") for s in frame["session"]]
+    frame["calibration_error"] = [measures[s].calibration.error_after if measures[s].calibration else math.nan
+                                  for s in frame["session"]]
+    frame["pricing"] = [measures[s].pricing.model if measures[s].pricing is not None else ""
+                        for s in frame["session"]]
+    order = {name: k for k, name in enumerate(strategies)}
+    frame = frame.sort_values(["session", "strategy", "budget"], key=lambda col: col.map(order)
+                              if col.name == "strategy" else col, kind="stable").reset_index(drop=True)
+    frame = frame[[c for c in STUDY_COLUMNS if c in frame.columns]]
+    frame.attrs.update(columns=dict(STUDY_COLUMNS), measures=measures, strategies=list(strategies),
+                       budgets=list(budgets or []), sizes=sizes, compacted_at=compacted_at)
+    return frame
+
+
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def totals_by_strategy(frame: Any) -> Any:
+    """The answer first: per strategy (and budget), sums over all sessions."""
+    keys = ["strategy", "budget"]
+    g = frame.groupby(keys, dropna=False, sort=False)
+    out = g.agg(sessions=("session", "nunique"), input_tokens_sum=("input_tokens_sum", "sum"),
+                cost_usd=("cost_usd", lambda s: s.sum(min_count=1)),
+                cost_usd_cached=("cost_usd_cached", lambda s: s.sum(min_count=1)),
+                compactions=("compactions", "sum"), recorded_compactions=("recorded_compactions", "sum"),
+                overshoots=("overshoots", "sum"), retention=("retention", "mean"))
+    out["budget_met"] = g["budget_met"].agg(lambda s: bool(s.fillna(True).astype(bool).all()))
+    out["budget_note"] = [_note(part) for _, part in g]
+    return out.reset_index()
+
+
+def _note(part: Any) -> str:
+    """Over the sessions of one strategy and budget: in how many the budget did not bind, and why."""
+    if part["budget"].isna().all():
+        return ""
+    missed = part[~part["budget_met"].fillna(True).astype(bool)]
+    notes = [n for n in missed["budget_note"] if n] or [n for n in part["budget_note"] if n]
+    if not notes:
+        return ""
+    reasons = sorted({n.split(" — ", 1)[1] if " — " in n else n.split("; ", 1)[0] for n in notes})
+    peak = int(part["input_tokens_max"].max())
+    kept = f"kept in {len(part) - len(missed)} of {len(part)} sessions: " if len(missed) else ""
+    return f"{kept}{'; '.join(reasons)[:160]}; sends up to {peak:,}"
+
+
+# --- tuning ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Tuning:
+    """What `tune` found: every value tried (``frame``), the Pareto frontier of cost against
+    retention (``frontier``), the recommended value and why."""
+
+    strategy: str
+    knob: str
+    value: int | None
+    objective: str
+    frame: Any
+    frontier: Any
+    reason: str
+
+    def setting(self) -> str:
+        """The agent's own configuration for the recommended value (see `agent_setting`)."""
+        return agent_setting(self.strategy, {self.knob: self.value}) if self.value is not None else ""
+
+
+def tune(sources: Iterable[Any], strategy: str, *, knob: str | None = None, lo: int | None = None,
+         hi: int | None = None, objective: str = "cost", min_retention: float | None = None,
+         no_overshoot: bool = False, points: int = 8, knobs: Mapping[str, int] | None = None,
+         pricing: Any = "auto", workers: int | None = None, executor: Any = None, progress: bool = True) -> Tuning:
+    """Search ``knob`` of the preset ``strategy`` (default: its budget knob) between ``lo``
+    and ``hi`` (default: its range up to the sessions' declared window): ``points`` values
+    spread evenly, then as many again between the best one's neighbours; recommend the value
+    with the least ``objective`` (``"cost"``: cost with caching, ``"tokens"``: tokens sent)
+    among those that keep ``min_retention`` (needs sessions with probes) and, with
+    ``no_overshoot``, send no request over the limit."""
+    import numpy as np
+    import pandas as pd
+
+    from .presets import get_preset
+    from .recorded import declared_window
+
+    if objective not in ("cost", "tokens"):
+        raise StrategyError(f"objective must be one of ['cost', 'tokens'], but {objective!r} was passed")
+    preset = get_preset(strategy)
+    target = preset.knob(knob) if knob else preset.budget_knob
+    if target is None:
+        raise StrategyError(f"the {strategy!r} strategy has no budget knob; name the knob to tune "
+                            f"({[k.name for k in preset.knobs] or 'it has none'})")
+    convs = load_sessions(sources)
+    windows = [w for w in (declared_window(c) for c in convs) if w]
+    # a threshold reaches up to the window (a strategy may refuse the window itself)
+    high = hi if hi is not None else (target.maximum or (min(windows) - 1 if windows else 10 * (target.default or 1000)))
+    low = max(target.minimum, lo if lo is not None else high // 5)
+    if not low < high:
+        raise StrategyError(f"--knob {target.name}={low}:{high}: the range is empty; give LO < HI")
+    column = "cost_usd_cached" if objective == "cost" else "input_tokens_sum"
+
+    measures = _measures(convs, counter="cl100k_base", calibrate=True, pricing=pricing)
+
+    def run(values: Sequence[int]) -> Any:
+        rows = []
+        for v in values:
+            f = compare_sessions(convs, [strategy], knobs={**(knobs or {}), target.name: int(v)}, pricing=pricing,
+                                 workers=workers, executor=executor, progress=progress, measures=measures)
+            rows.append({target.name: int(v), "cost_usd_cached": f["cost_usd_cached"].sum(min_count=1),
+                         "input_tokens_sum": int(f["input_tokens_sum"].sum()), "retention": f["retention"].mean(),
+                         "overshoots": int(f["overshoots"].sum()), "compactions": int(f["compactions"].sum())})
+        return pd.DataFrame(rows)
+
+    coarse = sorted({int(round(v)) for v in np.linspace(low, high, points)})
+    tried = run(coarse)
+    best = _best(tried, column, min_retention, no_overshoot)
+    if best is not None:
+        k = coarse.index(int(tried.loc[best, target.name]))
+        left, right = coarse[max(k - 1, 0)], coarse[min(k + 1, len(coarse) - 1)]
+        finer = sorted({int(round(v)) for v in np.linspace(left, right, points + 2)} - set(coarse))
+        if finer:
+            tried = pd.concat([tried, run(finer)], ignore_index=True)
+        tried = tried.sort_values(target.name, ignore_index=True)
+        best = _best(tried, column, min_retention, no_overshoot)
+    frontier = _frontier(tried, column)
+    if best is None:
+        why = []
+        if min_retention is not None:
+            why.append(f"retention ≥ {min_retention}")
+        if no_overshoot:
+            why.append("no overshoot")
+        return Tuning(strategy, target.name, None, objective, tried, frontier,
+                      f"no value between {low:,} and {high:,} kept {' and '.join(why)}")
+    value = int(tried.loc[best, target.name])
+    label = "cost with caching" if objective == "cost" else "tokens sent"
+    amount = tried.loc[best, column]
+    shown = f"${amount:,.2f}" if objective == "cost" else f"{int(amount):,} tokens"
+    reason = f"the least {label} over {len(convs)} session{'s' * (len(convs) > 1)}: {shown}"
+    return Tuning(strategy, target.name, value, objective, tried, frontier, reason)
+
+
+def _best(tried: Any, column: str, min_retention: float | None, no_overshoot: bool) -> int | None:
+    ok = tried[column].notna()
+    if min_retention is not None:
+        if tried["retention"].isna().all():
+            raise HarpeLabError("--min-retention needs sessions with probes (questions whose answers lie in the "
+                                "session); these have none")
+        ok &= tried["retention"] >= min_retention
+    if no_overshoot:
+        ok &= tried["overshoots"] == 0
+    if not ok.any():
+        return None
+    return int(tried.loc[ok, column].idxmin())
+
+
+def _frontier(tried: Any, column: str) -> Any:
+    """The values no other value beats on both the objective and retention."""
+    rows = tried.sort_values(column, kind="stable")
+    best_retention = -math.inf
+    keep = []
+    for i, r in rows.iterrows():
+        ret = -1.0 if math.isnan(r["retention"]) else r["retention"]
+        if ret > best_retention or not keep:
+            keep.append(i)
+            best_retention = ret
+    return tried.loc[keep].reset_index(drop=True)
+
+
+def agent_setting(strategy: str, values: Mapping[str, Any]) -> str:
+    """The agent's own configuration for a preset's knob values, where the agent has one
+    (``""`` otherwise)."""
+    from .strategies.claude_code import AUTOCOMPACT_BUFFER, CONTEXT_WINDOW, SUMMARY_OUTPUT_RESERVE
+
+    if strategy == "claude-code" and "high_water" in values:
+        window = int(values.get("context_window") or CONTEXT_WINDOW)
+        effective = window - SUMMARY_OUTPUT_RESERVE
+        pct = math.floor(100 * int(values["high_water"]) / effective)
+        default = effective - AUTOCOMPACT_BUFFER
+        if int(values["high_water"]) >= default:
+            return (f"Claude Code: the default threshold ({default:,} tokens) already; "
+                    "CLAUDE_AUTOCOMPACT_PCT_OVERRIDE can only lower it")
+        return (f"export CLAUDE_AUTOCOMPACT_PCT_OVERRIDE={pct}   # Claude Code compacts at {pct}% of the "
+                f"{effective:,}-token effective window: {math.floor(effective * pct / 100):,} tokens")
+    if strategy == "summarizing" and "high_water" in values:
+        low = values.get("low_water")
+        low_text = f", low_water_chars={int(low)}" if low else ""
+        return f"SummarizingContext(system, high_water_tokens={int(values['high_water'])}{low_text})   # Harpe"
+    if strategy == "langchain-summarization" and ("trigger" in values or "budget" in values):
+        n = int(values.get("trigger") or values.get("budget"))
+        return f'SummarizationMiddleware(model=..., trigger=("tokens", {n}))   # LangChain'
+    for name, key, text in _AGENT_KNOBS:
+        if strategy == name and key in values:
+            return text.format(int(values[key]))
+    return ""
+
+
+# preset, knob, the agent's own setting (filled with the knob's value)
+_AGENT_KNOBS = (
+    ("codex", "limit", 'model_auto_compact_token_limit = {}   # Codex: ~/.codex/config.toml'),
+    ("aider", "budget", "aider --max-chat-history-tokens {}"),
+)
