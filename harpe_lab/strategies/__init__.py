@@ -21,6 +21,9 @@
 * `harpe_lab.strategies.langchain` — LangChain 1.x's middleware: `Summarization`
   (``SummarizationMiddleware``) and `ClearToolUsesEdit` (``ContextEditingMiddleware``),
   checked against LangChain's own code (`harpe_lab.peers.langchain`).
+* `harpe_lab.strategies.codex` — Codex CLI's inline auto-compaction (`CompactContext`): the
+  newest user messages verbatim and one summary message; and its tool-output truncation
+  (`ToolOutputTruncation`).
 """
 
 from __future__ import annotations
@@ -28,8 +31,8 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
-__all__ = ["autogen", "claude_code", "clearing", "editing", "harpe", "hybrid", "langchain", "laser", "masking",
-           "openhands", "orion", "trimming"]
+__all__ = ["autogen", "claude_code", "clearing", "codex", "editing", "harpe", "hybrid", "langchain", "laser",
+           "masking", "openhands", "orion", "trimming"]
 
 
 def __getattr__(name: str) -> Any:
