@@ -10,7 +10,9 @@ documented in ``frame.attrs["columns"]``.
 `tune` searches one knob of one preset over all sessions — a coarse grid between ``lo`` and
 ``hi``, then a finer one around the best — and recommends the value that minimises the
 objective (cost with caching, or tokens sent) under the constraints (a least retention, no
-request over the limit). `agent_setting` turns the recommendation into the agent's own
+request over the limit). Retention is the probes' where the sessions have probes, else the
+needed-next kept share (`harpe_lab.evaluate.needed_next`): what the agent's own next replies
+needed that the requests still held. `agent_setting` turns the recommendation into the agent's own
 configuration where the agent has one.
 """
 
@@ -44,6 +46,10 @@ STUDY_COLUMNS: dict[str, str] = {
     "distill_calls": "Summarizer calls the strategy made.",
     "retention": "Of the probes findable in the full history, the share the requests still held (NaN: the "
                  "session has no probes).",
+    "needs": "Needed-next references: what the recorded replies named that occurred earlier in the session.",
+    "needs_lost": "Of the needs, those the request no longer held (evaluate.needed_next).",
+    "needs_kept_share": "Of the needs, the share still in the request: 1.0 for the full history; the retention of "
+                        "sessions without probes.",
     "budget_met": "Whether the strategy kept the budget (evaluate.budget_fit); NaN without a budget.",
     "budget_note": "Why a budget did not apply or was not met ('sends up to 23,843 — no budget knob'), or why the "
                    "strategy refused the session ('refused: ...': what it must keep does not fit its budget).",
@@ -117,6 +123,9 @@ class _Facts:
         rec = recorded(replay.conversation).compactions
         budget = params.get("budget")
         met, note = budget_fit(replay, budget) if budget is not None else (math.nan, "")
+        from .evaluate import needs_totals
+
+        needs = needs_totals(replay)
         retention = math.nan
         if replay.conversation.probes:
             from .evaluate import retention as probe_retention
@@ -125,7 +134,8 @@ class _Facts:
         return {
             "first_compaction": int(compacted.iloc[0]) if len(compacted) else math.nan,
             "recorded_compactions": len(rec), "recorded_first_compaction": rec[0].request if rec else math.nan,
-            "retention": retention, "budget_met": met, "budget_note": note,
+            "retention": retention, "needs": needs["needs"], "needs_lost": needs["needs_lost"],
+            "needs_kept_share": needs["needs_kept_share"], "budget_met": met, "budget_note": note,
             "fits": {} if budget is not None else {b: budget_fit(replay, b) for b in self.budgets},
             "sizes": tuple(int(x) for x in f["input_tokens"]), "compacted_at": tuple(int(x) for x in compacted),
         }
@@ -237,7 +247,9 @@ def totals_by_strategy(frame: Any) -> Any:
                 cost_usd=("cost_usd", lambda s: s.sum(min_count=1)),
                 cost_usd_cached=("cost_usd_cached", lambda s: s.sum(min_count=1)),
                 compactions=("compactions", "sum"), recorded_compactions=("recorded_compactions", "sum"),
-                overshoots=("overshoots", "sum"), retention=("retention", "mean"))
+                overshoots=("overshoots", "sum"), retention=("retention", "mean"), needs=("needs", "sum"),
+                needs_lost=("needs_lost", "sum"))
+    out["needs_kept_share"] = 1 - out["needs_lost"] / out["needs"].where(out["needs"] > 0)
     out["budget_met"] = g["budget_met"].agg(lambda s: bool(s.fillna(True).astype(bool).all()))
     out["budget_note"] = [_note(part) for _, part in g]
     return out.reset_index()
@@ -317,8 +329,10 @@ def tune(sources: Iterable[Any], strategy: str, *, knob: str | None = None, lo: 
         for v in values:
             f = compare_sessions(convs, [strategy], knobs={**(knobs or {}), target.name: int(v)}, pricing=pricing,
                                  workers=workers, executor=executor, progress=progress, measures=measures)
+            needs, lost = f["needs"].sum(), f["needs_lost"].sum()
+            share = f["retention"].mean() if f["retention"].notna().any() else (1 - lost / needs if needs else math.nan)
             rows.append({target.name: int(v), "cost_usd_cached": f["cost_usd_cached"].sum(min_count=1),
-                         "input_tokens_sum": int(f["input_tokens_sum"].sum()), "retention": f["retention"].mean(),
+                         "input_tokens_sum": int(f["input_tokens_sum"].sum()), "retention": share,
                          "overshoots": int(f["overshoots"].sum()), "compactions": int(f["compactions"].sum())})
         return pd.DataFrame(rows)
 
@@ -354,8 +368,8 @@ def _best(tried: Any, column: str, min_retention: float | None, no_overshoot: bo
     ok = tried[column].notna()
     if min_retention is not None:
         if tried["retention"].isna().all():
-            raise HarpeLabError("--min-retention needs sessions with probes (questions whose answers lie in the "
-                                "session); these have none")
+            raise HarpeLabError("--min-retention needs a retention measure: sessions with probes, or recorded "
+                                "replies that name what they needed (needed-next); these have neither")
         ok &= tried["retention"] >= min_retention
     if no_overshoot:
         ok &= tried["overshoots"] == 0

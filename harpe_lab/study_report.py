@@ -16,10 +16,11 @@ from typing import Any
 __all__ = ["write_study_report"]
 
 _TOTALS = ("strategy", "budget", "sessions", "input_tokens_sum", "cost_usd_cached", "cost_usd", "compactions",
-           "recorded_compactions", "overshoots", "retention", "budget_met", "budget_note")
+           "recorded_compactions", "overshoots", "retention", "needs_kept_share", "needs_lost", "budget_met",
+           "budget_note")
 _PER_SESSION = ("session", "strategy", "budget", "input_tokens_sum", "input_tokens_max", "cost_usd_cached",
                 "compactions", "first_compaction", "recorded_first_compaction", "overshoots", "retention",
-                "budget_note")
+                "needs_kept_share", "budget_note")
 
 
 def write_study_report(frame: Any, folder: Any, *, title: str = "Strategies on your sessions") -> Path:
@@ -46,9 +47,12 @@ def write_study_report(frame: Any, folder: Any, *, title: str = "Strategies on y
     images = []
     fig, ax = plt.subplots(figsize=(7.5, 4.5), layout="constrained")
     shown = totals.assign(label=[_label(s, b) for s, b in zip(totals["strategy"], totals["budget"])])
-    if has_retention:
-        plot_sweep(shown, "cost_usd_cached", "retention", hue="label", ax=ax)
+    has_needs = totals["needs_kept_share"].notna().any()
+    if has_retention or has_needs:
+        measure = "retention" if has_retention else "needs_kept_share"
+        plot_sweep(shown, "cost_usd_cached", measure, hue="label", ax=ax)
         ax.set_xlabel("cost with prompt caching, all sessions (USD)")
+        ax.set_ylabel("retention (probes)" if has_retention else "needed next, kept share")
     else:
         plot_sweep(shown, "cost_usd_cached", "input_tokens_sum", hue="label", y_better="lower", ax=ax)
         ax.set_xlabel("cost with prompt caching, all sessions (USD)")
@@ -56,8 +60,9 @@ def write_study_report(frame: Any, folder: Any, *, title: str = "Strategies on y
         ax.yaxis.set_major_formatter(lambda v, _: f"{v / 1e6:,.0f}M")
     fig.savefig(folder / "cost.png", dpi=100)
     plt.close(fig)
-    images.append(("Cost with caching against " + ("retention" if has_retention else "tokens sent (no session has "
-                   "probes to measure retention)") + ", one point per strategy and budget", "cost.png"))
+    against = ("retention" if has_retention else "the share of what the agent needed next that the requests still "
+               "held" if has_needs else "tokens sent (nothing to measure retention by)")
+    images.append((f"Cost with caching against {against}, one point per strategy and budget", "cost.png"))
     sizes = frame.attrs.get("sizes", {})
     for k, session in enumerate(dict.fromkeys(frame["session"])):
         m = measures.get(session)
@@ -117,6 +122,8 @@ def _answer(totals: Any, has_retention: bool) -> str:
         than = f" ({row['cost_usd_cached'] / base - 1:+.0%} against the full history's ${base:,.2f})"
     kept_text = f", keeping {row['retention']:.0%} of what the full history let the model know" \
         if has_retention and not math.isnan(row["retention"]) else ""
+    if not kept_text and not math.isnan(row.get("needs_kept_share", math.nan)):
+        kept_text = f", still holding {row['needs_kept_share']:.1%} of what the agent needed next"
     return (f"Cheapest with prompt caching among the strategies that kept their budget: "
             f"{_label(row['strategy'], row['budget'])}, ${row['cost_usd_cached']:,.2f} over {int(row['sessions'])} "
             f"session{'s' * (int(row['sessions']) > 1)}{than}{kept_text}.")

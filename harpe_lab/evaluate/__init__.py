@@ -22,6 +22,9 @@
                            retention, the replays that did not keep the budget unranked
 `message_passages`         a conversation's messages as the matcher reads them: with the
                            session day they were said on and the speaker
+`needed_next`,             needed-next retention on any recorded session: the references
+`needs_totals`,            each recorded reply made to things seen earlier, kept / only in
+`lost_needs`               the summary / lost at each request, and where each lost one left
 =========================  ================================================================
 
 A probe (`harpe_lab.conversation.Probe`) is asked at turn ``asked_at``; its request is the
@@ -44,6 +47,8 @@ from ._answers import ANSWER_COLUMNS, ANSWER_PROMPT, JUDGE_SYSTEM, answer_f1, an
 from ._artifacts import artifact_retention
 from ._compare import (BUDGET_SLACK, COMPARE_COLUMNS, COMPARE_MEANINGS, HEADLINE, budget_fit, compare,
                        rank_at_budget)
+from ._needs import (LOST_COLUMNS, NEEDS_COLUMNS, Need, lost_needs, needed_next, needs_totals, references,
+                     session_needs)
 from ._passages import message_passages
 from ._probes import PROBE_COLUMNS, PROBE_TURN_ID, probe_request, probe_retention, with_probe_turn
 from ._retention import RETENTION_COLUMNS, retention
@@ -73,4 +78,12 @@ __all__ = [
     "ANSWER_PROMPT",
     "JUDGE_SYSTEM",
     "PROBE_TURN_ID",
+    "needed_next",
+    "needs_totals",
+    "lost_needs",
+    "session_needs",
+    "references",
+    "Need",
+    "NEEDS_COLUMNS",
+    "LOST_COLUMNS",
 ]

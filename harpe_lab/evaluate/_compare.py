@@ -27,6 +27,7 @@ from ._answers import judge_agreement
 from ._artifacts import _as_text, _Held, _retention
 from ._passages import _message_by_id, _rendered_text
 from ._probes import _probe_frame, _probes
+from ._needs import needs_totals
 from ._retention import _retention_rows
 
 __all__ = ["COMPARE_COLUMNS", "COMPARE_MEANINGS", "HEADLINE", "BUDGET_SLACK", "compare", "budget_fit",
@@ -81,6 +82,14 @@ COMPARE_MEANINGS: Mapping[str, str] = {
     "artifact_retention": "Share of the full history's artifacts (file paths, commands, numbers, URLs, identifiers, "
                           "decisions) that the last request still holds, in its messages or its summary.",
     **{f"artifacts_{c}": f"artifact_retention for {_CATEGORY_WORDS.get(c, c)} only." for c in ARTIFACT_CATEGORIES},
+    "needs": "Needed-next references: what the recorded replies named (files, symbols, commands, values) that "
+             "occurred earlier in the session, summed over the requests (needed_next).",
+    "needs_kept": "Of the needs, those still in the request (a message sent verbatim or rewritten).",
+    "needs_in_summary": "Of the needs, those found only in the summary the context held.",
+    "needs_lost": "Of the needs, those the request no longer held: the agent would have had to guess or fetch them "
+                  "again.",
+    "needs_kept_share": "needs_kept / needs: 1.0 for FullContext by construction; NaN when the session has none "
+                        "(no recorded replies, or none naming anything seen before).",
     "answer_accuracy": "Mean context_correct of the answers given (answer_probes): the model's answers under this "
                        "strategy; NaN without answers.",
     "answer_accuracy_full": "Mean full_correct of the same answers: under the full history.",
@@ -200,6 +209,7 @@ def compare(
         row["artifact_retention"] = ret["all"]
         for c in ARTIFACT_CATEGORIES:
             row[f"artifacts_{c}"] = ret[c]
+        row.update(needs_totals(rp))
         row["answer_accuracy"] = row["answer_accuracy_full"] = row["answer_retention"] = math.nan
         row["judge_agreement"] = math.nan
         if answers is not None and len(answers):
