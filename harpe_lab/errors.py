@@ -10,6 +10,7 @@
      ├── ConversationIndexError (also IndexError and KeyError: no such conversation in a file)
      ├── EvaluationError   (also ValueError: a probe does not fit the replay it is applied to)
      ├── AgentError        (also ValueError: ask/chat was given something it cannot use)
+     ├── RedactionError    (also ValueError: a redactor configured with a bad value)
      └── ModelError        (a model call through litellm failed)
 
 Every message says what was wrong and how to fix it.
@@ -28,6 +29,7 @@ __all__ = [
     "ModelError",
     "EvaluationError",
     "AgentError",
+    "RedactionError",
 ]
 
 
@@ -89,3 +91,7 @@ class EvaluationError(HarpeLabError, ValueError):
 class AgentError(HarpeLabError, ValueError):
     """`ask` or `chat` was given something it cannot use: a tool it cannot describe, an
     attachment that is not a file, a bad option."""
+
+
+class RedactionError(HarpeLabError, ValueError):
+    """A `harpe_lab.redact.Redactor` was configured with a bad value."""
