@@ -177,6 +177,13 @@ class Replay:
         ids = self._ids
         return [ids[id(m)] for m in self.rendered(i).messages if id(m) in ids]
 
+    def message_ids(self, i: int) -> list[str | None]:
+        """For each message of request ``i``, in order: its id when it is an original sent
+        verbatim, ``None`` when the strategy wrote it (a summary, a stand-in, a rewritten
+        tool result)."""
+        ids = self._ids
+        return [ids.get(id(m)) for m in self.rendered(i).messages]
+
     def available_ids(self, i: int) -> list[str]:
         """Ids of the messages the full history held at request ``i``: earlier turns'
         inputs, answered turns' messages, and the current turn's messages so far."""

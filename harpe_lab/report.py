@@ -8,7 +8,8 @@ missing values as "–". `totals_table` turns replays into the rows every table 
 from `harpe_lab.replay.totals` of each frame; `limit_table` lists the replays that went over
 their declared limit, and how often.
 
-Every piece of transcript-derived text goes through ``html.escape``. The report is one
+Every piece of transcript-derived text goes through `harpe_lab.redact` (secrets become
+markers, unless the report is written with ``redact=False``) and then ``html.escape``. The report is one
 ``index.html`` with PNG files beside it; its tables wrap to the page width (1,280 px screens
 included) instead of scrolling.
 """
@@ -20,7 +21,7 @@ import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from .evaluate import COMPARE_MEANINGS
 
@@ -158,7 +159,7 @@ _SHARES = {"cached_prefix_share", "probe_retention", "artifact_retention", "answ
            "verbatim", "only_in_summary", "lost", "judge_agreement"}  # fmt: skip
 
 
-_TEXT = {"error", "limit", "budget_note", "compacted_at", "against_recorded"}
+_TEXT = {"error", "limit", "budget_note", "compacted_at", "against_recorded", "lost_example"}
 """Columns of free text: wrapped anywhere, left-aligned."""
 
 
@@ -197,11 +198,12 @@ def format_frame(frame: Any, columns: Sequence[str] | None = None) -> Any:
 
 
 def table_html(frame: Any, columns: Sequence[str] | None = None, *, classes: str = "harpe-table",
-               span: str | None = None) -> str:
+               span: str | None = None, clean: Callable[[str], str] = str) -> str:
     """``frame`` as an escaped HTML table in the shared number format; each header carries
     its glossary definition as a tooltip when it has one. A row whose ``span`` column holds
     text (an error, say) shows that text across every column after the first instead of its
-    values; ``span`` is not a column of its own."""
+    values; ``span`` is not a column of its own. ``clean`` is applied to every cell's text
+    before it is escaped (the report's redaction)."""
     cols = [c for c in (columns or list(frame.columns)) if c in frame.columns and c != span]
     shown = format_frame(frame, cols)
     defs = dict(GLOSSARY)
@@ -222,10 +224,10 @@ def table_html(frame: Any, columns: Sequence[str] | None = None, *, classes: str
     spans = list(frame[span]) if span is not None and span in frame.columns else [None] * len(shown)
     for (_, row), text in zip(shown.iterrows(), spans):
         if isinstance(text, str) and text:
-            cells = _cell(cols[0], row.iloc[0]) + (f"<td class='text span' colspan='{len(cols) - 1}'>"
-                                                  f"{html.escape(text)}</td>")  # fmt: skip
+            cells = _cell(cols[0], clean(str(row.iloc[0]))) + (f"<td class='text span' colspan='{len(cols) - 1}'>"
+                                                              f"{html.escape(clean(text))}</td>")  # fmt: skip
         else:
-            cells = "".join(_cell(c, v) for c, v in zip(cols, row))
+            cells = "".join(_cell(c, clean(str(v))) for c, v in zip(cols, row))
         rows.append(f"<tr>{cells}</tr>")
     return (f"<table class='{html.escape(classes, quote=True)}'><thead><tr>{''.join(head)}</tr></thead>"
             f"<tbody>{''.join(rows)}</tbody></table>")  # fmt: skip
@@ -419,6 +421,7 @@ def _tokens_text(tokens: int | None) -> str:
 _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 72rem; padding: 0 1rem; color: #222; }
 h1 { font-size: 1.6rem; } h2 { margin-top: 2.5rem; border-bottom: 1px solid #ddd; }
+h1, h2, h3, p, li, figcaption { overflow-wrap: anywhere; }
 .table { max-width: 100%; }
 table { border-collapse: collapse; font-size: 0.82rem; margin: 1rem 0; max-width: 100%; }
 th, td { border: 1px solid #ddd; padding: 0.25rem 0.45rem; text-align: right; }
@@ -453,44 +456,59 @@ class ReportSection:
 
 
 def write_report(folder: str | Path, title: str, sections: Sequence[ReportSection], *, intro: str = "",
-                 glossary: bool = True) -> Path:
+                 glossary: bool = True, redact: bool = True) -> Path:
     """Write ``index.html`` into ``folder`` and return its path; with ``glossary`` (the
-    default) the page ends with `GLOSSARY`."""
+    default) the page ends with `GLOSSARY`. With ``redact`` (the default) every text the
+    page shows passes through `harpe_lab.redact.Redactor` first — secrets become ``[redacted
+    <kind>, <N> chars]`` — and a line under the title says how many values were redacted, by
+    kind ("redaction off" without it). Nothing on the page is loaded from the network."""
+    from .redact import Redactor
+
+    tally = Redactor(enabled=redact).tally()
+
+    def esc(text: Any, quote: bool = False) -> str:
+        return html.escape(tally(str(text)), quote=quote)
+
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
+    body = []
+    if intro:
+        body.append(f"<p class='note'>{esc(intro)}</p>")
+    for s in sections:
+        if s.folded:
+            body.append(f"<details><summary><h2 style='display:inline'>{esc(s.title)}</h2></summary>")
+        else:
+            body.append(f"<h2>{esc(s.title)}</h2>")
+        if s.description:
+            body.append(f"<p class='note'>{esc(s.description)}</p>")
+        for caption, lines in s.bullets:
+            body.append(f"<h3>{esc(caption)}</h3>")
+            items = "".join(f"<li>{esc(line)}</li>" for line in lines)
+            body.append(f"<ul class='limits'>{items}</ul>")
+        for caption, frame, *span in s.tables:
+            body.append(f"<h3>{esc(caption)}</h3>")
+            body.append(f"<div class='table'>{table_html(frame, span=span[0] if span else None, clean=tally)}</div>")
+        for caption, name in s.images:
+            body.append(
+                f"<figure><img src='{html.escape(name, quote=True)}' alt='{esc(caption, quote=True)}'>"
+                f"<figcaption>{esc(caption)}</figcaption></figure>"
+            )
+        if s.folded:
+            body.append("</details>")
+    if glossary:
+        body.append("<h2 id='glossary'>Glossary</h2>")
+        body.append(glossary_html())
+    redaction = (tally.header() if redact else
+                 "redaction off: secrets in the sessions' text are shown as they are (written with --no-redact)")
     parts = [
         "<!doctype html><html><head><meta charset='utf-8'>",
         "<meta name='viewport' content='width=device-width, initial-scale=1'>",
-        f"<title>{html.escape(title)}</title><style>{_STYLE}</style></head><body>",
-        f"<h1>{html.escape(title)}</h1>",
+        f"<title>{esc(title)}</title><style>{_STYLE}</style></head><body>",
+        f"<h1>{esc(title)}</h1>",
+        f"<p class='note' id='redaction'>Secrets: {html.escape(redaction)}.</p>",
+        *body,
+        "</body></html>",
     ]
-    if intro:
-        parts.append(f"<p class='note'>{html.escape(intro)}</p>")
-    for s in sections:
-        if s.folded:
-            parts.append(f"<details><summary><h2 style='display:inline'>{html.escape(s.title)}</h2></summary>")
-        else:
-            parts.append(f"<h2>{html.escape(s.title)}</h2>")
-        if s.description:
-            parts.append(f"<p class='note'>{html.escape(s.description)}</p>")
-        for caption, lines in s.bullets:
-            parts.append(f"<h3>{html.escape(caption)}</h3>")
-            items = "".join(f"<li>{html.escape(line)}</li>" for line in lines)
-            parts.append(f"<ul class='limits'>{items}</ul>")
-        for caption, frame, *span in s.tables:
-            parts.append(f"<h3>{html.escape(caption)}</h3>")
-            parts.append(f"<div class='table'>{table_html(frame, span=span[0] if span else None)}</div>")
-        for caption, name in s.images:
-            parts.append(
-                f"<figure><img src='{html.escape(name, quote=True)}' alt='{html.escape(caption, quote=True)}'>"
-                f"<figcaption>{html.escape(caption)}</figcaption></figure>"
-            )
-        if s.folded:
-            parts.append("</details>")
-    if glossary:
-        parts.append("<h2 id='glossary'>Glossary</h2>")
-        parts.append(glossary_html())
-    parts.append("</body></html>")
     path = folder / "index.html"
     path.write_text("\n".join(parts), encoding="utf-8")
     return path

@@ -50,6 +50,7 @@ STUDY_COLUMNS: dict[str, str] = {
     "needs_lost": "Of the needs, those the request no longer held (evaluate.needed_next).",
     "needs_kept_share": "Of the needs, the share still in the request: 1.0 for the full history; the retention of "
                         "sessions without probes.",
+    "lost_example": "The first lost need: which request needed what, and where the message holding it went.",
     "budget_met": "Whether the strategy kept the budget (evaluate.budget_fit); NaN without a budget.",
     "budget_note": "Why a budget did not apply or was not met ('sends up to 23,843 — no budget knob'), or why the "
                    "strategy refused the session ('refused: ...': what it must keep does not fit its budget).",
@@ -123,9 +124,15 @@ class _Facts:
         rec = recorded(replay.conversation).compactions
         budget = params.get("budget")
         met, note = budget_fit(replay, budget) if budget is not None else (math.nan, "")
-        from .evaluate import needs_totals
+        from .evaluate import lost_needs, needs_totals
 
         needs = needs_totals(replay)
+        example = ""
+        if needs["needs_lost"]:
+            row = lost_needs(replay).iloc[0]
+            how = "folded into the summary" if row["how"] == "summarized" else "dropped or rewritten"
+            example = (f"request {row['request']} needed {row['reference']!r} ({row['kind']}); the message that "
+                       f"held it was {how} at request {row['replaced_at']}")
         retention = math.nan
         if replay.conversation.probes:
             from .evaluate import retention as probe_retention
@@ -135,7 +142,8 @@ class _Facts:
             "first_compaction": int(compacted.iloc[0]) if len(compacted) else math.nan,
             "recorded_compactions": len(rec), "recorded_first_compaction": rec[0].request if rec else math.nan,
             "retention": retention, "needs": needs["needs"], "needs_lost": needs["needs_lost"],
-            "needs_kept_share": needs["needs_kept_share"], "budget_met": met, "budget_note": note,
+            "needs_kept_share": needs["needs_kept_share"], "lost_example": example, "budget_met": met,
+            "budget_note": note,
             "fits": {} if budget is not None else {b: budget_fit(replay, b) for b in self.budgets},
             "sizes": tuple(int(x) for x in f["input_tokens"]), "compacted_at": tuple(int(x) for x in compacted),
         }

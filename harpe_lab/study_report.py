@@ -16,15 +16,16 @@ from typing import Any
 __all__ = ["write_study_report"]
 
 _TOTALS = ("strategy", "budget", "sessions", "input_tokens_sum", "cost_usd_cached", "cost_usd", "compactions",
-           "recorded_compactions", "overshoots", "retention", "needs_kept_share", "needs_lost", "budget_met",
-           "budget_note")
+           "recorded_compactions", "overshoots", "retention", "needs_kept_share", "budget_note")
 _PER_SESSION = ("session", "strategy", "budget", "input_tokens_sum", "input_tokens_max", "cost_usd_cached",
                 "compactions", "first_compaction", "recorded_first_compaction", "overshoots", "retention",
                 "needs_kept_share", "budget_note")
 
 
-def write_study_report(frame: Any, folder: Any, *, title: str = "Strategies on your sessions") -> Path:
-    """Write the report of a `compare_sessions` frame into ``folder``; returns ``index.html``."""
+def write_study_report(frame: Any, folder: Any, *, title: str = "Strategies on your sessions",
+                       redact: bool = True) -> Path:
+    """Write the report of a `compare_sessions` frame into ``folder``; returns ``index.html``.
+    ``redact=False`` shows the sessions' text as it is (see `harpe_lab.report.write_report`)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -87,12 +88,21 @@ def write_study_report(frame: Any, folder: Any, *, title: str = "Strategies on y
     sections.append(ReportSection(
         "How each session was measured",
         bullets=[(session, m.lines()) for session, m in measures.items()]))
+    lost = frame[frame.get("lost_example", "").astype(str) != ""] if "lost_example" in frame else frame.iloc[:0]
+    if len(lost):
+        sections.append(ReportSection(
+            "What each strategy made the agent lose", folded=True,
+            description="For each replay that lost something the agent's next reply needed, the first such "
+                        "reference and where the message that held it went.",
+            tables=[("The first lost reference per session and strategy",
+                     lost.assign(session=lost["session"].map(short))[["session", "strategy", "budget", "needs_lost",
+                                                                       "lost_example"]])]))
     over = frame[frame["overshoots"] > 0]
     if len(over):
         sections.append(ReportSection("Requests over the limit", folded=True, tables=[
             ("Replays with requests above their declared limit", over[["session", "strategy", "budget", "overshoots",
                                                                        "input_tokens_max"]])]))
-    return write_report(folder, title, sections, intro=_intro(frame, measures))
+    return write_report(folder, title, sections, intro=_intro(frame, measures), redact=redact)
 
 
 def _short_ids(ids: list[str]) -> dict[str, str]:

@@ -129,6 +129,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--pricing", default="auto", metavar="auto|MODEL",
                    help="auto (default): price each call by the model the recording names for it; MODEL: price "
                         "every call as MODEL from litellm's offline price table, e.g. openai/gpt-4o; none: no cost")
+    p.add_argument("--show", type=int, default=None, metavar="N",
+                   help="print request N as the strategy would send it: each message, the summary, what was cut")
+    p.add_argument("--no-redact", action="store_true",
+                   help="show secrets found in the transcript's text as they are (by default they are redacted)")
     p.add_argument("--format", type=_choice("--format", FORMATS), default="table", metavar="FORMAT",
                    help="table (for people, default), json or csv (for scripts)")
     p.set_defaults(_target=("harpe_lab.cli.replay", "cli_replay"))
@@ -173,6 +177,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="the context window for presets that take one (default: each session's declared window)")
     p.add_argument("--dask", default=None, metavar="ADDRESS", help="run on a dask cluster (its scheduler's address)")
     p.add_argument("--out", default=None, metavar="DIR", help="write the HTML report and compare.csv into DIR")
+    p.add_argument("--no-redact", action="store_true",
+                   help="show secrets found in the sessions' text as they are (by default they are redacted)")
     p.add_argument("--format", type=_choice("--format", FORMATS), default="table", metavar="FORMAT",
                    help="table (for people, default), json or csv (for scripts)")
     p.set_defaults(_target=("harpe_lab.cli.study", "cli_compare"))

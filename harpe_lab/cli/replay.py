@@ -17,6 +17,7 @@ from typing import Any
 from ..errors import BudgetError, ImportFormatError, StrategyError
 from . import UsageError
 from ._table import plain, render, share, tokens, usd
+from .show import request_preview, show_request
 
 __all__ = ["cli_replay", "list_presets"]
 
@@ -283,6 +284,11 @@ def cli_replay(args: argparse.Namespace) -> int:
     totals_spec += _NEEDS_TOTALS
     against = _against_recorded(frame, m)
 
+    from ..redact import Redactor
+
+    tally = Redactor(enabled=not args.no_redact).tally()
+    if args.show is not None and args.format == "csv":
+        raise UsageError("--show prints one request: use it with --format table or json, not csv")
     if args.format == "csv":
         frame[[c for c, _, _ in columns]].to_csv(sys.stdout, index=False)
         return 0
@@ -296,6 +302,8 @@ def cli_replay(args: argparse.Namespace) -> int:
             "budget": budget,
             **m.as_dict(),
             "replayed_compactions": [int(i) for i in frame.loc[frame["compacted"], "request"]],
+            **({"show": request_preview(result, args.show, m.counter, tally)} if args.show is not None else {}),
+            "redaction": tally.header() if not args.no_redact else "redaction off",
             "totals": {k: _clean(totals[k]) for k, _, _ in totals_spec if k in totals},
             "requests": [{c: _clean(v) for c, v in zip([c for c, _, _ in columns], row)}
                          for row in frame[[c for c, _, _ in columns]].itertuples(index=False)],
@@ -309,9 +317,13 @@ def cli_replay(args: argparse.Namespace) -> int:
     for line in m.lines():
         print(line)
     print()
-    rows = [[fmt(v) for (_, _, fmt), v in zip(columns, row)]
-            for row in frame[[c for c, _, _ in columns]].itertuples(index=False)]
-    print(render([h for _, h, _ in columns], rows))
+    if args.show is not None:
+        print(show_request(result, args.show, m.counter, tally))
+        print(f"\nsecrets: {tally.header() if not args.no_redact else 'redaction off (--no-redact)'}")
+    else:
+        rows = [[fmt(v) for (_, _, fmt), v in zip(columns, row)]
+                for row in frame[[c for c, _, _ in columns]].itertuples(index=False)]
+        print(render([h for _, h, _ in columns], rows))
     print()
     label = max(len(lbl) for _, lbl, _ in totals_spec)
     for key, lbl, fmt in totals_spec:

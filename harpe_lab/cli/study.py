@@ -95,6 +95,12 @@ def cli_compare(args: argparse.Namespace) -> int:
                              window=args.window, workers=args.workers, executor=_executor(args),
                              progress=sys.stderr.isatty())
     totals = totals_by_strategy(frame)
+    from ..redact import Redactor
+
+    clean = Redactor(enabled=not args.no_redact)
+    for column in ("lost_example", "budget_note"):  # the text columns that quote the sessions
+        if column in frame:
+            frame[column] = frame[column].map(lambda v: clean(v) if isinstance(v, str) else v)
     if args.format == "json":
         doc = {"totals": json.loads(totals.to_json(orient="records")),
                "sessions": json.loads(frame.drop(columns=[]).to_json(orient="records")),
@@ -117,7 +123,7 @@ def cli_compare(args: argparse.Namespace) -> int:
         from ..study_report import write_study_report
 
         out = Path(args.out)
-        index = write_study_report(frame, out)
+        index = write_study_report(frame, out, redact=not args.no_redact)
         frame.to_csv(out / "compare.csv", index=False)
         print(f"wrote {index} and {out / 'compare.csv'}", file=sys.stderr)
     return 0
