@@ -23,7 +23,8 @@ from harpe_lab.demo import (
     demo_replays,
     run_demo,
 )
-from harpe_lab.evaluate import BUDGET_SLACK, budget_fit, compare, needs_totals, rank_at_budget, with_probe_turn
+from harpe_lab.evaluate import (BUDGET_SLACK, budget_fit, compare, instructions_totals, needs_totals, rank_at_budget,
+                                with_probe_turn)
 from harpe_lab.presets import PRESETS
 from harpe_lab.replay import totals
 from harpe_lab.report import (
@@ -328,7 +329,8 @@ def test_the_report_on_a_real_session_holds_the_clis_totals(real_data, tmp_path,
     run = demo_replays(conversation, counter=m.counter, pricing=m.pricing, strategies=("full", "claude-code"),
                        defaults=True)  # fmt: skip
     for preset, doc in cli.items():
-        mine = {**totals(run.replays[preset].requests), **needs_totals(run.replays[preset])}
+        mine = {**totals(run.replays[preset].requests), **needs_totals(run.replays[preset]),
+                **instructions_totals(run.replays[preset])}
         for key, value in doc["totals"].items():
             assert mine[key] == pytest.approx(value, rel=1e-9), (preset, key)
         replayed = [int(i) for i in run.replays[preset].requests.query("compacted")["request"]]

@@ -142,3 +142,49 @@ class TestOnRealSessions:
             shares[name] = needs_totals(rp)["needs_kept_share"]
         assert shares["full"] == 1.0 and all(0.8 < v < 1.0 for k, v in shares.items() if k != "full")
         assert not math.isnan(shares["masking"])
+
+
+class TestInstructions:
+    def test_a_window_that_drops_the_ask_loses_it_and_the_full_history_keeps_it(self):
+        from harpe_lab.evaluate import instructions_kept, instructions_totals, session_instructions
+
+        conv = reading_session()
+        given = session_instructions(conv)
+        assert [i.text for i in given][:2] == ["Fix the crash in the config loader.",
+                                               "Step 0: go on with the next test file tests/test_0.py please."]
+        full = replay(conv, lambda: FullContext(""), counter=ApproxCounter())
+        assert instructions_totals(full)["instructions_kept_share"] == 1.0
+        window = replay(conv, make_strategy("autogen-buffered", buffer_size=4), counter=ApproxCounter())
+        per = instructions_kept(window)
+        last = per.iloc[-1]
+        assert last["instructions"] == len(conv.turns) - 1 and last["lost"] >= 1
+        assert instructions_totals(window)["instructions_kept_share"] < 1.0
+
+    def test_a_summary_that_paraphrases_carries_it(self):
+        from harpe_lab.evaluate._instructions import PARAPHRASE, instructions_kept
+        from harpe_lab.summarize import content_words
+
+        ask = "Fix the crash in the config loader."
+        assert len(content_words("The user wants the config loader crash fixed.") & content_words(ask)) >= \
+            PARAPHRASE * len(content_words(ask))
+        conv = reading_session()
+        summarizing = replay(conv, make_strategy("summarizing", high_water=700, low_water=400,
+                                                 counter=ApproxCounter()), counter=ApproxCounter())
+        per = instructions_kept(summarizing)
+        assert (per["verbatim"] + per["in_summary"] + per["lost"] == per["instructions"]).all()
+
+
+@real
+@pytest.mark.real_data
+def test_codex_keeps_the_user_s_words_and_claude_code_s_summary_does_not_always():
+    from harpe_lab.evaluate import instructions_totals
+    from harpe_lab.importers import load_any
+    from harpe_lab.measure import measure
+
+    conv = load_any(CLAUDE / f"{COMPACTED[1]}.jsonl")
+    m = measure(conv)
+    shares = {}
+    for name, knobs in (("codex", {"window": 200_000}), ("claude-code", {})):
+        rp = replay(conv, make_strategy(name, counter=m.counter, system=conv.system, **knobs), counter=m.counter)
+        shares[name] = instructions_totals(rp)["instructions_verbatim_share"]
+    assert shares["codex"] == 1.0 and shares["claude-code"] < 1.0

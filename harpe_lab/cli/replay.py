@@ -56,7 +56,9 @@ _NEEDS_TOTALS = [("needs", "needed next: references to earlier things", tokens),
                  ("needs_kept", "needed next: kept in the request", tokens),
                  ("needs_in_summary", "needed next: only in the summary", tokens),
                  ("needs_lost", "needed next: lost", tokens),
-                 ("needs_kept_share", "needed next: kept share", share)]
+                 ("needs_kept_share", "needed next: kept share", share),
+                 ("instructions", "instructions the user gave", tokens),
+                 ("instructions_kept_share", "instructions still sent or in the summary", share)]
 _COST_TOTALS = (("cache_read_tokens_sum", "cache reads (tokens)", tokens),
                 ("cache_write_tokens_sum", "cache writes (tokens)", tokens),
                 ("cost_usd", "cost (USD)", usd), ("cost_usd_cached", "cost with prompt caching (USD)", usd))
@@ -278,9 +280,9 @@ def cli_replay(args: argparse.Namespace) -> int:
     priced = m.pricing is not None
     columns = list(_COLUMNS) + (list(_COST_COLUMNS) if priced else [])
     totals_spec = list(_TOTALS) + (list(_COST_TOTALS) if priced else [])
-    from ..evaluate import needs_totals
+    from ..evaluate import instructions_totals, needs_totals
 
-    totals = {**result.totals(), **needs_totals(result)}
+    totals = {**result.totals(), **needs_totals(result), **instructions_totals(result)}
     totals_spec += _NEEDS_TOTALS
     against = _against_recorded(frame, m)
 

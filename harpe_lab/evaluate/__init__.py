@@ -25,6 +25,8 @@
 `needed_next`,             needed-next retention on any recorded session: the references
 `needs_totals`,            each recorded reply made to things seen earlier, kept / only in
 `lost_needs`               the summary / lost at each request, and where each lost one left
+`instructions_kept`,       what the user asked, required or forbade: sent verbatim, carried
+`instructions_totals`      by the summary, or lost at each later request
 =========================  ================================================================
 
 A probe (`harpe_lab.conversation.Probe`) is asked at turn ``asked_at``; its request is the
@@ -47,6 +49,7 @@ from ._answers import ANSWER_COLUMNS, ANSWER_PROMPT, JUDGE_SYSTEM, answer_f1, an
 from ._artifacts import artifact_retention
 from ._compare import (BUDGET_SLACK, COMPARE_COLUMNS, COMPARE_MEANINGS, HEADLINE, budget_fit, compare,
                        rank_at_budget)
+from ._instructions import instructions_kept, instructions_totals, session_instructions
 from ._needs import (LOST_COLUMNS, NEEDS_COLUMNS, Need, lost_needs, needed_next, needs_totals, references,
                      session_needs)
 from ._passages import message_passages
@@ -86,4 +89,7 @@ __all__ = [
     "Need",
     "NEEDS_COLUMNS",
     "LOST_COLUMNS",
+    "instructions_kept",
+    "instructions_totals",
+    "session_instructions",
 ]

@@ -27,6 +27,7 @@ from ._answers import judge_agreement
 from ._artifacts import _as_text, _Held, _retention
 from ._passages import _message_by_id, _rendered_text
 from ._probes import _probe_frame, _probes
+from ._instructions import instructions_totals
 from ._needs import needs_totals
 from ._retention import _retention_rows
 
@@ -90,6 +91,11 @@ COMPARE_MEANINGS: Mapping[str, str] = {
                   "again.",
     "needs_kept_share": "needs_kept / needs: 1.0 for FullContext by construction; NaN when the session has none "
                         "(no recorded replies, or none naming anything seen before).",
+    "instructions": "Instructions the user gave: the ask and every directive sentence of the typed prompts "
+                    "(instructions_kept).",
+    "instructions_verbatim_share": "Over the requests after each instruction, the share where it was sent verbatim.",
+    "instructions_kept_share": "The same, verbatim or paraphrased in the summary (most of its content words).",
+    "instructions_lost": "Instruction-requests where the instruction was neither sent nor in the summary.",
     "answer_accuracy": "Mean context_correct of the answers given (answer_probes): the model's answers under this "
                        "strategy; NaN without answers.",
     "answer_accuracy_full": "Mean full_correct of the same answers: under the full history.",
@@ -210,6 +216,7 @@ def compare(
         for c in ARTIFACT_CATEGORIES:
             row[f"artifacts_{c}"] = ret[c]
         row.update(needs_totals(rp))
+        row.update(instructions_totals(rp))
         row["answer_accuracy"] = row["answer_accuracy_full"] = row["answer_retention"] = math.nan
         row["judge_agreement"] = math.nan
         if answers is not None and len(answers):
