@@ -105,8 +105,9 @@ def demo_replays(conversation: Any, *, counter: Any, fractions: Sequence[float] 
     from .replay import replay
 
     presets = [get_preset(name) for name in strategies]
-    full = replay(conversation, get_preset("full").build(system=conversation.system, counter=counter),
-                  counter=counter, name="full", pricing=pricing)  # fmt: skip
+    history = get_preset("full")
+    full = replay(conversation, history.build(system=conversation.system, counter=counter),
+                  counter=counter, name=history.name, pricing=pricing)  # fmt: skip
     run = DemoRun(peak=int(full.requests["input_tokens"].max()) if len(full) else 0)
     run.budgets = [max(500, int(round(run.peak * f, -2))) for f in fractions]
     for preset in presets:
@@ -116,7 +117,7 @@ def demo_replays(conversation: Any, *, counter: Any, fractions: Sequence[float] 
             settings += [(f"{preset.name}@{b}", {knob.name: b}) for b in run.budgets]
         for label, knobs in settings:
             try:
-                if label == "full":
+                if preset is history:
                     run.replays[label] = full  # the same replay: built alike, run once
                     continue
                 factory = preset.build(counter=counter, system=conversation.system, **knobs)
@@ -183,7 +184,7 @@ def run_demo(out: str | Path = "out/report", *, fractions: tuple[float, ...] = D
     strategies = tuple(strategies)
     for name in strategies:
         get_preset(name)
-    sections, over, refused_all = [], [], []
+    sections, over, refused_all, answers = [], [], [], []
     started = time.perf_counter()
     for name, loaded, title in sources:
         m = demo_measure(loaded, pricing=pricing)
@@ -242,6 +243,8 @@ def run_demo(out: str | Path = "out/report", *, fractions: tuple[float, ...] = D
                 top = ranked[ranked["rank"] == 1]
                 kept_out = int((~ranked["budget_met"].astype(bool)).sum())
                 if len(top):
+                    answers += [{"conversation": name, "budget": budget, "strategy": r["strategy"], by: r[by],
+                                 "input_tokens_sum": r["input_tokens_sum"]} for _, r in top.iterrows()]
                     best = ", ".join(f"{r['strategy']} {format_value(by, r[by])}" for _, r in top.iterrows())
                     echo(f"best at {budget:,} by {by.replace('_', ' ')}: {best}; {kept_out} kept out of the ranking "
                          "(no budget knob, cut nothing, or over the budget)")
@@ -269,8 +272,17 @@ def run_demo(out: str | Path = "out/report", *, fractions: tuple[float, ...] = D
             plt.close(fig)
             section.images.append((caption, file))
         sections.append(section)
+    import pandas as pd
+
+    answer = ReportSection(
+        "The answer",
+        "For each conversation and budget, the strategy that kept the most of what the full history let the model "
+        "know (retention; artifact retention where the conversation has no probes) among those that kept the "
+        "budget; the others are left out of the ranking, each with why, in the conversation's section below.",
+        tables=[("Best at each budget", pd.DataFrame(answers))] if answers else [],
+    )  # fmt: skip
     first = ReportSection(
-        "Over the limit, and refused",
+        "Over the limit, and refused", folded=True, description=
         "Every strategy that sent a request above its declared limit (a budget, a high water or a target), and "
         "how often; then every strategy that raised instead of replaying. Counts are from each replay's frame "
         "(see the glossary).",
@@ -296,7 +308,7 @@ def run_demo(out: str | Path = "out/report", *, fractions: tuple[float, ...] = D
     priced = {"auto": f"each call priced by the model the recording names for it ({DEMO_PRICING} where it names "
                       "none)", None: "no pricing (costs are –)"}.get(pricing, f"costs at {pricing} prices")
     index = write_report(
-        out, f"harpe_lab demo: context strategies on {what}", [first, presets, legend, *sections],
+        out, f"harpe_lab demo: context strategies on {what}", [answer, legend, *sections, presets, first],
         intro=f"Budgets are {', '.join(f'{f:.0%}' for f in fractions)} of each dataset's largest full-history "
               f"request, set on each preset's budget knob; each conversation measured as harpe-lab replay measures "
               f"it — counts calibrated on the recording's provider usage where it has some, the tokenizer's "

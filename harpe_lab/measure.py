@@ -54,7 +54,8 @@ def _name(counter: Any) -> str:
     return str(getattr(counter, "name", type(counter).__name__))
 
 
-@dataclass(frozen=True, kw_only=True)
+# eq=False: it holds frames, and pandas compares the attrs it is kept in
+@dataclass(frozen=True, kw_only=True, eq=False)
 class Measure:
     """The counter and prices a recording is measured with, and why (see the module doc)."""
 
@@ -80,8 +81,11 @@ class Measure:
         cal = self.calibration
         if cal is not None:
             missing = f"≈ {cal.offset / 1000:,.1f}k tokens per request not in the file, " if cal.offset >= 50 else ""
-            return (f"counter: {self.counter_name} fitted to {cal.requests:,} recorded requests "
-                    f"(×{cal.factor:.3f} + {cal.offset:,.0f}; {missing}median error {cal.error_after:.1%})")
+            error = (f"median error {cal.error_after:.1%}" if cal.requests > 1
+                     else "one request: no error to measure")
+            plural = "" if cal.requests == 1 else "s"
+            return (f"counter: {self.counter_name} fitted to {cal.requests:,} recorded request{plural} "
+                    f"(×{cal.factor:.3f} + {cal.offset:,.0f}; {missing}{error})")
         if self.calibrated:
             return f"counter: {self.counter_name} (×{self.counter.factor:.3f} + {self.counter.offset:,.0f}, given)"
         why = f": {self.uncalibrated_why}" if self.uncalibrated_why else ""

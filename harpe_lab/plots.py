@@ -9,6 +9,10 @@ The artists a reader (or a test) may want to find carry a ``gid``:
 ``high_water``      the strategy's declared limit (labelled by its kind: high water, budget,
                     target), or the ``high_water`` passed; ``low_water``, ``limit`` likewise
 ``compactions``     one `Line2D` with a marker on every request the frame marks ``compacted``
+``recorded_compactions``  one `Line2D` with a marker on every compaction the *recording's* agent
+                    made (`harpe_lab.recorded.RecordedPoint`), half a request before the first
+                    request sent after it, at the input tokens it compacted at; its dashed
+                    stem (``recorded_compactions:stem``) runs down to the axis
 ``summaries``       one `Line2D` with a marker on every request the frame marks ``summarized``
 ``overshoot``       vertical segments from the limit up to each overshooting request
 ``off_scale``       the text naming the marks too far above the data to draw (see below)
@@ -23,7 +27,9 @@ the axes instead of squeezing the data into the bottom of the picture.
 
 Counts mean what ``docs/glossary.md`` says, and come from the request frame: a compaction
 marker is a ``compacted`` request, a summary marker a ``summarized`` one, a red segment a
-request with ``overshoot_tokens`` above 0 (when the drawn mark is the strategy's limit).
+request with ``overshoot_tokens`` above 0 (when the drawn mark is the strategy's limit). The
+recorded compactions come from the recording itself (``recorded=``): what the agent did,
+beside what the replayed strategy would have done.
 
 `TokenUsePlot` is the object behind `plot_token_use`; the widgets keep one and call
 `TokenUsePlot.update` so a slider move changes data, not artists.
@@ -47,6 +53,10 @@ __all__ = [
     "pareto_front",
     "BAND_COLUMNS",
     "STATE_COLORS",
+    "plot_compaction_triggers",
+    "plot_session_peaks",
+    "plot_sessions",
+    "plot_session_sizes",
 ]
 
 BAND_COLUMNS = ("system_tokens", "summary_tokens", "history_tokens", "turn_tokens")
@@ -61,6 +71,9 @@ FAR_ABOVE = 1.5
 _LIMIT_LABELS = {"high_water": "high water", "budget": "budget", "target": "target"}
 _COMPACTED = dict(ls="none", marker="v", ms=8, color="black", label="compacted")
 _SUMMARIZED = dict(ls="none", marker="o", ms=9, mfc="none", mec="#8e6cc4", mew=1.8, label="summary made")
+_RECORDED_COLOR = "#d81b60"
+_RECORDED = dict(ls="none", marker="X", ms=9, color=_RECORDED_COLOR, mec="white", mew=0.8,
+                 label="recorded compaction")  # fmt: skip
 
 STATE_COLORS = {"not yet": "#ffffff", "sent": "#2e7d32", "summarized": "#f2a541", "dropped": "#c62828"}
 """Colours of `plot_context_map`, by message state (``not yet`` = not yet in the history)."""
@@ -162,6 +175,39 @@ def _band_verts(x: Any, lo: Any, hi: Any) -> Any:
     return np.column_stack([np.concatenate([edges, edges[::-1]]), np.concatenate([top, bottom[::-1]])])
 
 
+def _recorded_points(recorded: Any) -> tuple[tuple[int, int | None], ...]:
+    """``(request, tokens_before)`` of each recorded compaction in ``recorded``: a
+    `harpe_lab.recorded.Recorded`, a sequence of `harpe_lab.recorded.RecordedPoint`, or None."""
+    from .recorded import Recorded, RecordedPoint
+
+    if recorded is None:
+        return ()
+    points = recorded.compactions if isinstance(recorded, Recorded) else recorded
+    if isinstance(points, (str, bytes)) or not isinstance(points, Iterable):
+        raise HarpeLabError(f"`recorded` must be a harpe_lab.recorded.Recorded or a sequence of RecordedPoint, "
+                            f"but {type(recorded).__name__} was passed.")  # fmt: skip
+    out = []
+    for p in points:
+        if not isinstance(p, RecordedPoint):
+            raise HarpeLabError(f"`recorded` must hold harpe_lab.recorded.RecordedPoint items, "
+                                f"but {type(p).__name__} was passed.")  # fmt: skip
+        out.append((p.request, p.tokens_before))
+    return tuple(out)
+
+
+def _recorded_xy(points: Sequence[tuple[int, int | None]], total: Any) -> tuple[list[float], list[float]]:
+    """Where each recorded compaction is drawn: between the last request before it and the
+    first after it, at the tokens it compacted at (else the replay's request before it).
+    Compactions after the replay's last request are left out."""
+    xs, ys = [], []
+    for request, before in points:
+        if not 0 < request <= len(total):
+            continue
+        xs.append(request - 0.5)
+        ys.append(float(before) if before else float(total[request - 1]))
+    return xs, ys
+
+
 _LEGEND = ("outside", "inside", None)
 
 
@@ -195,6 +241,10 @@ class TokenUsePlot:
         ax.add_collection(self.overshoot)
         (self.compactions,) = ax.plot([], [], gid="compactions", zorder=5, **_COMPACTED)
         (self.summaries,) = ax.plot([], [], gid="summaries", zorder=5, **_SUMMARIZED)
+        self.recorded_stems = LineCollection([], colors=_RECORDED_COLOR, linewidths=1.1, linestyles="--", zorder=4)
+        self.recorded_stems.set_gid("recorded_compactions:stem")
+        ax.add_collection(self.recorded_stems)
+        (self.recorded,) = ax.plot([], [], gid="recorded_compactions", zorder=6, **_RECORDED)
         self.off_scale = _off_scale_text(ax)
         self.cursor = ax.axvline(0, color="#555555", lw=1, visible=False, gid="cursor")
         ax.set_xlabel("request")
@@ -206,14 +256,16 @@ class TokenUsePlot:
         self._version = 0  # counts the updates that changed more than the cursor
 
     def update(self, replay: Any, *, high_water: int | None = None, low_water: int | None = None,
-               limit: int | str | None = None, cursor: int | None = None, limit_label: str | None = None) -> None:
-        """Show ``replay`` (marks as in `plot_token_use`; ``cursor`` draws a vertical line
-        at that request; ``limit_label`` names the limit line in the legend). Given the
-        replay and marks of the last update again, it only moves the cursor."""
+               limit: int | str | None = None, cursor: int | None = None, limit_label: str | None = None,
+               recorded: Any = None) -> None:
+        """Show ``replay`` (marks and ``recorded`` as in `plot_token_use`; ``cursor`` draws a
+        vertical line at that request; ``limit_label`` names the limit line in the legend).
+        Given the replay and marks of the last update again, it only moves the cursor."""
         import numpy as np
 
         _check_replay(replay)
-        marks = tuple((type(v), v) for v in (high_water, low_water, limit, limit_label))
+        points = _recorded_points(recorded)
+        marks = (*((type(v), v) for v in (high_water, low_water, limit, limit_label)), points)
         if self._shown is not None and self._shown[0] is replay and self._shown[1] == marks:
             self._move_cursor(cursor)  # stepping through requests: only the cursor moves
             return
@@ -256,9 +308,12 @@ class TokenUsePlot:
             self.overshoot.set_segments([])
         for line, at in ((self.compactions, _flags(frame, "compacted")), (self.summaries, _flags(frame, "summarized"))):
             line.set_data(np.asarray(at, dtype=float), total[at] if at else np.zeros(0))
+        rx, ry = _recorded_xy(points, total)
+        self.recorded.set_data(np.asarray(rx, dtype=float), np.asarray(ry, dtype=float))
+        self.recorded_stems.set_segments([[(xi, 0.0), (xi, yi)] for xi, yi in zip(rx, ry)])
         self._move_cursor(cursor)
 
-        data_max = float(total.max()) if len(total) else 0.0
+        data_max = max([float(total.max()) if len(total) else 0.0, *ry])
         top = _fit_marks(self.ax, data_max, [(self.high, high, high_name), (self.low, low_water, "low water"),
                                              (self.limit, cap, cap_name)], self.off_scale)  # fmt: skip
         self.ax.set_xlim(-0.5, max(0.5, len(x) - 0.5))
@@ -280,7 +335,7 @@ class TokenUsePlot:
         handles += [a for a in (self.high, self.low, self.limit) if a.get_visible()]
         if self.overshoot.get_paths():  # one path per segment; get_segments would rebuild them all
             handles.append(self.overshoot)
-        handles += [m for m in (self.compactions, self.summaries) if len(m.get_xdata())]
+        handles += [m for m in (self.compactions, self.summaries, self.recorded) if len(m.get_xdata())]
         labels = [h.get_label() for h in handles]
         key = tuple(labels)
         if self._legend is not None and getattr(self, "_legend_key", None) == key:
@@ -307,7 +362,8 @@ class TokenUsePlot:
         with it.
         """
         moving = {*self.bands, self.high, self.low, self.limit, self.overshoot, self.compactions, self.summaries,
-                  self.off_scale, self.cursor, self.ax.yaxis, *self.ax.spines.values()}  # fmt: skip
+                  self.recorded_stems, self.recorded, self.off_scale, self.cursor, self.ax.yaxis,
+                  *self.ax.spines.values()}  # fmt: skip
         if self.legend == "inside" and self._legend is not None:
             moving.add(self._legend)
         order = [a for a in sorted(self.ax.get_children(), key=lambda a: a.zorder) if a in moving]
@@ -321,7 +377,7 @@ class TokenUsePlot:
 
 
 def plot_token_use(replay: Any, *, high_water: int | None = None, low_water: int | None = None,
-                   limit: int | str | None = None, ax: Any = None) -> Any:
+                   limit: int | str | None = None, recorded: Any = None, ax: Any = None) -> Any:
     """Input tokens of every request, stacked by part (system and tools, summary, earlier
     turns, current turn), with the water marks, the compactions and the overshoot.
 
@@ -331,10 +387,15 @@ def plot_token_use(replay: Any, *, high_water: int | None = None, low_water: int
     model table. Each ``compacted`` request is one marker on the ``compactions`` line, each
     ``summarized`` one on the ``summaries`` line; every marker has a legend entry. Marks far
     above the data are named at the top instead of drawn (`FAR_ABOVE`).
+
+    ``recorded`` (a `harpe_lab.recorded.Recorded`, e.g. ``measure(conversation).recorded``, or
+    its ``compactions``) adds what the recording's agent really did: an ✕ on a dashed stem at
+    each recorded compaction, half a request before the first request sent after it, at the
+    input tokens the provider reported when it compacted.
     """
     _check_replay(replay)
     ax = _new_axes(ax)
-    TokenUsePlot(ax).update(replay, high_water=high_water, low_water=low_water, limit=limit)
+    TokenUsePlot(ax).update(replay, high_water=high_water, low_water=low_water, limit=limit, recorded=recorded)
     return ax
 
 
@@ -480,4 +541,81 @@ def plot_context_map(replay: Any, ax: Any = None) -> Any:
     ax.set_title(_plain(f"{replay.conversation.id} — {replay.strategy}: what each request carried"), fontsize=10)
     ax.legend(handles=[Patch(facecolor=STATE_COLORS[s], edgecolor="#999999", label=s) for s in _STATES[1:]],
               loc="lower left", fontsize=8, framealpha=0.9)  # fmt: skip
+    return ax
+
+
+def plot_compaction_triggers(frame: Any, ax: Any = None) -> Any:
+    """Where each agent compacted, as a share of its declared window, by agent and version
+    (``frame``: `harpe_lab.sessions.sessions_frame`, its ``attrs["compactions"]``). A spread
+    of points at one version is the trigger users see "vary from 70% to 98%"."""
+    from .sessions import compactions_frame
+
+    points = compactions_frame(frame)
+    ax = _new_axes(ax, (7, 3.6))
+    data = points.dropna(subset=["share_of_window"])
+    labels = sorted({f"{a} {v}".strip() for a, v in zip(data["agent"], data["version"])})
+    for k, label in enumerate(labels):
+        part = data[[f"{a} {v}".strip() == label for a, v in zip(data["agent"], data["version"])]]
+        ax.scatter(part["share_of_window"] * 100, [k] * len(part), s=40, alpha=0.75, label=None)
+    ax.set_yticks(range(len(labels)), [_plain(x) for x in labels] or [])
+    ax.set_xlabel("tokens before the compaction, % of the declared window")
+    ax.set_xlim(0, 105)
+    ax.set_title(f"{len(data):,} recorded compactions" if len(data) else "no recorded compaction")
+    ax.grid(alpha=0.3, axis="x")
+    return ax
+
+
+def plot_session_peaks(frame: Any, ax: Any = None) -> Any:
+    """Each session's largest request against its declared window, one bar per session,
+    largest first (``frame``: `harpe_lab.sessions.sessions_frame`)."""
+    ax = _new_axes(ax, (7, 3.6))
+    data = frame.sort_values("peak_input_tokens", ascending=False).head(40)
+    stems = [str(p).rsplit("/", 1)[-1].rsplit(".", 1)[0] for p in data["path"]]
+    names = [_plain(s if len(s) <= 18 else f"{s[:8]}…{s[-8:]}") for s in stems]
+    ax.bar(range(len(data)), data["peak_input_tokens"], color="#4c8fd6", label="peak input")
+    windows = data["window"].astype(float)
+    ax.scatter(range(len(data)), windows, marker="_", s=200, color="black", label="declared window")
+    ax.set_xticks(range(len(data)), names, rotation=60, ha="right", fontsize=7)
+    ax.set_ylabel("tokens")
+    _thousands(ax)
+    ax.legend(fontsize=8)
+    return ax
+
+
+def plot_sessions(frame: Any, path: Any) -> Any:
+    """`plot_compaction_triggers` and `plot_session_peaks` side by side, saved to ``path``
+    (the ``--plot`` of ``harpe-lab sessions``); returns the figure."""
+    import matplotlib.pyplot as plt
+
+    fig, (left, right) = plt.subplots(1, 2, figsize=(13, 4.2), layout="constrained")
+    plot_compaction_triggers(frame, left)
+    plot_session_peaks(frame, right)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return fig
+
+
+def plot_session_sizes(sizes: Mapping[str, Sequence[float]], *, replayed: Mapping[str, Sequence[int]] = {},
+                       recorded: Sequence[tuple[int, int | None]] = (), title: str = "", ax: Any = None) -> Any:
+    """One session's request sizes under each strategy (``sizes``: label → input tokens per
+    request), each strategy's replayed compactions (``replayed``: label → request indices)
+    marked on its line, and the session's recorded compactions (``recorded``: ``(request,
+    tokens before)``) as black crosses."""
+    ax = _new_axes(ax, (9, 3.6))
+    for label, ys in sizes.items():
+        (line,) = ax.plot(range(len(ys)), ys, lw=1.2, label=_plain(label))
+        marks = [i for i in replayed.get(label, ()) if 0 <= i < len(ys)]
+        if marks:
+            ax.plot(marks, [ys[i] for i in marks], ls="none", marker="v", ms=7, color=line.get_color())
+    if recorded:
+        xs = [r for r, _ in recorded]
+        ys = [t if t is not None else math.nan for _, t in recorded]
+        ax.plot(xs, ys, ls="none", marker="X", ms=10, color="black", label="recorded compaction")
+    ax.set_xlabel("request")
+    ax.set_ylabel("input tokens")
+    if title:
+        ax.set_title(_plain(title), fontsize=10)
+    _thousands(ax)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, ncols=2)
     return ax

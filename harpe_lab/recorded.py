@@ -73,7 +73,8 @@ class RecordedPoint:
         return f"{trigger}compaction before request {self.request}: {before} → {after} tokens{share}"
 
 
-@dataclass(frozen=True, kw_only=True)
+# eq=False: it holds frames, and pandas compares the attrs it is kept in
+@dataclass(frozen=True, kw_only=True, eq=False)
 class Recorded:
     """What `recorded` found; costs are NaN when no call could be priced."""
 

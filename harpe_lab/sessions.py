@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
 __all__ = ["SessionRow", "SessionCompaction", "Skipped", "scan_sessions", "scan_session", "sessions_frame",
-           "SESSION_COLUMNS"]
+           "compactions_frame", "SESSION_COLUMNS"]
 
 SESSION_COLUMNS = (
     "path", "agent", "version", "model", "models", "window", "calls", "peak_input_tokens", "input_tokens",
@@ -374,10 +374,14 @@ def scan_sessions(paths: Iterable[Any] = (), *, subagents: bool = False,
             yield Skipped(str(path), _why(err))
 
 
+_COMPACTION_COLUMNS = ("path", "agent", "version", "at_call", "trigger", "tokens_before", "tokens_after", "window",
+                       "share_of_window")
+
+
 def sessions_frame(rows: Iterable[SessionRow]) -> Any:
-    """One row per session (`SESSION_COLUMNS`), and one per compaction in
-    ``frame.attrs["compactions"]`` (``path, agent, version, at_call, trigger, tokens_before,
-    tokens_after, window, share_of_window``)."""
+    """One row per session (`SESSION_COLUMNS`); its compactions, one record each, in
+    ``frame.attrs["compactions"]`` (plain records: a frame's attrs hold no frame, which
+    pandas would compare on every merge) — `compactions_frame` makes them a frame."""
     import pandas as pd
 
     rows = list(rows)
@@ -389,10 +393,24 @@ def sessions_frame(rows: Iterable[SessionRow]) -> Any:
         "output_tokens": r.output_tokens, "cost_usd": r.cost_usd, "cost_usd_cached": r.cost_usd_cached,
         "cache_hit_share": r.cache_hit_share, "compactions": len(r.compactions), "note": r.note,
     } for r in rows], columns=list(SESSION_COLUMNS))
-    frame.attrs["compactions"] = pd.DataFrame([{
+    frame.attrs["compactions"] = [{
         "path": r.path, "agent": r.agent, "version": r.version, "at_call": c.at_call, "trigger": c.trigger,
         "tokens_before": c.tokens_before, "tokens_after": c.tokens_after, "window": c.window,
-        "share_of_window": c.share_of_window,
-    } for r in rows for c in r.compactions], columns=["path", "agent", "version", "at_call", "trigger",
-                                                      "tokens_before", "tokens_after", "window", "share_of_window"])
+        "share_of_window": None if math.isnan(c.share_of_window) else c.share_of_window,
+    } for r in rows for c in r.compactions]
     return frame
+
+
+def compactions_frame(frame: Any) -> Any:
+    """The compactions of a `sessions_frame`, one row each: ``path, agent, version,
+    at_call`` (the calls recorded before it), ``trigger, tokens_before, tokens_after, window,
+    share_of_window``."""
+    import pandas as pd
+
+    records = frame.attrs.get("compactions")
+    if records is None:
+        from .errors import HarpeLabError
+
+        raise HarpeLabError("`frame` must come from harpe_lab.sessions.sessions_frame (its compactions are in "
+                            "frame.attrs['compactions'])")
+    return pd.DataFrame(records, columns=list(_COMPACTION_COLUMNS)).astype({"share_of_window": float})

@@ -25,7 +25,8 @@ from typing import Any, Iterable, Mapping, Sequence
 from .conversation import Conversation
 from .errors import HarpeLabError, StrategyError
 
-__all__ = ["compare_sessions", "tune", "Tuning", "agent_setting", "STUDY_COLUMNS", "load_sessions"]
+__all__ = ["compare_sessions", "totals_by_strategy", "tune", "Tuning", "agent_setting", "STUDY_COLUMNS",
+           "load_sessions"]
 
 WINDOW_KNOBS = ("context_window", "window")
 
@@ -168,7 +169,7 @@ def _measures(conversations: Sequence[Conversation], *, counter: Any, calibrate:
         for c in bare:
             out[c.id] = dataclasses.replace(out[c.id], counter=pooled.counter, calibration=pooled,
                                             counter_name=f"{out[c.id].counter_name} (fit pooled over "
-                                                         f"{len(fitted)} sessions)", uncalibrated_why="")
+                                                         f"{_count(len(fitted), 'session')})", uncalibrated_why="")
     return out
 
 
@@ -272,9 +273,14 @@ def _note(part: Any) -> str:
     if not notes:
         return ""
     reasons = sorted({n.split(" — ", 1)[1] if " — " in n else n.split("; ", 1)[0] for n in notes})
-    peak = int(part["input_tokens_max"].max())
-    kept = f"kept in {len(part) - len(missed)} of {len(part)} sessions: " if len(missed) else ""
-    return f"{kept}{'; '.join(reasons)[:160]}; sends up to {peak:,}"
+    peak = part["input_tokens_max"].max()
+    sends = "" if math.isnan(peak) else f"; sends up to {int(peak):,}"
+    kept = f"kept in {len(part) - len(missed)} of {_count(len(part), 'session')}: " if len(missed) else ""
+    return f"{kept}{'; '.join(reasons)[:160]}{sends}"
+
+
+def _count(n: int, what: str) -> str:
+    return f"{n:,} {what}{'' if n == 1 else 's'}"
 
 
 # --- tuning ---------------------------------------------------------------------------------
@@ -293,9 +299,16 @@ class Tuning:
     frontier: Any
     reason: str
 
+    window: int | None = None
+    """The sessions' declared window (the smallest), for settings given as a share of it."""
+
     def setting(self) -> str:
         """The agent's own configuration for the recommended value (see `agent_setting`)."""
-        return agent_setting(self.strategy, {self.knob: self.value}) if self.value is not None else ""
+        if self.value is None:
+            return ""
+        values = {self.knob: self.value, **({"window": self.window} if self.window else {})}
+        values.update({"context_window": self.window} if self.window else {})
+        return agent_setting(self.strategy, values)
 
 
 def tune(sources: Iterable[Any], strategy: str, *, knob: str | None = None, lo: int | None = None,
@@ -323,6 +336,7 @@ def tune(sources: Iterable[Any], strategy: str, *, knob: str | None = None, lo: 
                             f"({[k.name for k in preset.knobs] or 'it has none'})")
     convs = load_sessions(sources)
     windows = [w for w in (declared_window(c) for c in convs) if w]
+    window = min(windows) if windows else None
     # a threshold reaches up to the window (a strategy may refuse the window itself)
     high = hi if hi is not None else (target.maximum or (min(windows) - 1 if windows else 10 * (target.default or 1000)))
     low = max(target.minimum, lo if lo is not None else high // 5)
@@ -363,16 +377,25 @@ def tune(sources: Iterable[Any], strategy: str, *, knob: str | None = None, lo: 
         if no_overshoot:
             why.append("no overshoot")
         return Tuning(strategy, target.name, None, objective, tried, frontier,
-                      f"no value between {low:,} and {high:,} kept {' and '.join(why)}")
+                      f"no value between {low:,} and {high:,} kept {' and '.join(why)}", window)
     value = int(tried.loc[best, target.name])
+    if tried[column].nunique(dropna=True) <= 1 and tried["compactions"].nunique() <= 1:
+        return Tuning(strategy, target.name, None, objective, tried, frontier,
+                      f"{target.name} changes nothing on these sessions between {low:,} and {high:,} (no value "
+                      "compacts differently): there is nothing to tune here", window)
     label = "cost with caching" if objective == "cost" else "tokens sent"
     amount = tried.loc[best, column]
     shown = f"${amount:,.2f}" if objective == "cost" else f"{int(amount):,} tokens"
-    reason = f"the least {label} over {len(convs)} session{'s' * (len(convs) > 1)}: {shown}"
-    return Tuning(strategy, target.name, value, objective, tried, frontier, reason)
+    priced = sum(m.pricing is not None for m in measures.values())
+    over = _count(len(convs), "session") + ("" if objective != "cost" or priced == len(convs)
+                                            else f" ({priced} of them priced)")
+    reason = f"the least {label} over {over}: {shown}"
+    return Tuning(strategy, target.name, value, objective, tried, frontier, reason, window)
 
 
 def _best(tried: Any, column: str, min_retention: float | None, no_overshoot: bool) -> int | None:
+    """The row with the least ``column`` among those that keep the constraints; of equal
+    ones, the one keeping more (retention), then the larger value (it compacts less)."""
     ok = tried[column].notna()
     if min_retention is not None:
         if tried["retention"].isna().all():
@@ -383,7 +406,12 @@ def _best(tried: Any, column: str, min_retention: float | None, no_overshoot: bo
         ok &= tried["overshoots"] == 0
     if not ok.any():
         return None
-    return int(tried.loc[ok, column].idxmin())
+    candidates = tried[ok]
+    least = candidates[column].min()
+    ties = candidates[candidates[column] <= least * (1 + 1e-9)]
+    key = ties["retention"].fillna(-1.0)
+    ties = ties[key == key.max()]
+    return int(ties.index[-1])  # the frame is in knob order: the largest value
 
 
 def _frontier(tried: Any, column: str) -> Any:
@@ -414,6 +442,11 @@ def agent_setting(strategy: str, values: Mapping[str, Any]) -> str:
                     "CLAUDE_AUTOCOMPACT_PCT_OVERRIDE can only lower it")
         return (f"export CLAUDE_AUTOCOMPACT_PCT_OVERRIDE={pct}   # Claude Code compacts at {pct}% of the "
                 f"{effective:,}-token effective window: {math.floor(effective * pct / 100):,} tokens")
+    if strategy == "gemini-compress" and "high_water" in values:
+        window = int(values.get("window") or 1_048_576)
+        share = int(values["high_water"]) / window
+        return (f'"model": {{"compressionThreshold": {share:.2f}}}   # Gemini CLI settings.json: compress at '
+                f"{share:.0%} of the {window:,}-token window")
     if strategy == "summarizing" and "high_water" in values:
         low = values.get("low_water")
         low_text = f", low_water_chars={int(low)}" if low else ""
@@ -429,6 +462,6 @@ def agent_setting(strategy: str, values: Mapping[str, Any]) -> str:
 
 # preset, knob, the agent's own setting (filled with the knob's value)
 _AGENT_KNOBS = (
-    ("codex", "limit", 'model_auto_compact_token_limit = {}   # Codex: ~/.codex/config.toml'),
-    ("aider", "budget", "aider --max-chat-history-tokens {}"),
+    ("codex", "high_water", 'model_auto_compact_token_limit = {}   # Codex: ~/.codex/config.toml'),
+    ("aider", "history_tokens", "aider --max-chat-history-tokens {}"),
 )

@@ -26,9 +26,6 @@ def write_study_report(frame: Any, folder: Any, *, title: str = "Strategies on y
                        redact: bool = True) -> Path:
     """Write the report of a `compare_sessions` frame into ``folder``; returns ``index.html``.
     ``redact=False`` shows the sessions' text as it is (see `harpe_lab.report.write_report`)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     from .plots import plot_session_sizes, plot_sweep

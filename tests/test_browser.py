@@ -7,6 +7,7 @@ Python ``playwright`` package; Playwright's own browser download is never used. 
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -179,3 +180,103 @@ class TestHostileText:
             assert page.locator(".harpe-request-view script, .harpe-request-view img").count() == 0
             assert errors == []
             page.close()
+
+
+# JupyterLab 4's output area in a 1,280 px wide window with the file browser open (250 px
+# wide, as it opens): 848 px, measured in Chromium. The widgets are shown in a box that wide.
+LAB_OUTPUT_WIDTH = 848
+
+_LAYOUT_NOTEBOOK = f"""\
+import ipywidgets as w
+from IPython.display import display
+from harpe_lab import datasets
+from harpe_lab.widgets import Compare, Explorer
+
+conversation = datasets.load("coding_agent")
+explorer = Explorer(conversation, strategy="summarizing", high_water=8000, datasets=False)
+display(w.Box([explorer.widget], layout=w.Layout(width="{LAB_OUTPUT_WIDTH}px")))
+compare = Compare(conversation, ["full", "windowed", "summarizing", "sliding", "masking", "claude-code",
+                                 "openhands-summarizing", "autogen-token-limited"], budget=8000)
+display(w.Box([compare.widget], layout=w.Layout(width="{LAB_OUTPUT_WIDTH}px")))
+"""
+
+_BOX = "(s) => {{ const e = document.querySelector(s); if (!e) return null; const b = e.getBoundingClientRect(); " \
+       "return {{left: b.left, right: b.right, width: b.width, height: b.height, scroll: e.scrollWidth, " \
+       "client: e.clientWidth}}; }}".format()
+
+
+@pytest.fixture(scope="module")
+def layout_page(browser, tmp_path_factory):
+    """A Voilà page with the Explorer and Compare on the bundled coding session, each in a box
+    as wide as JupyterLab's output area at 1,280 px with the file browser open."""
+    notebook = tmp_path_factory.mktemp("layout") / "layout.ipynb"
+    notebook.write_text(json.dumps({
+        "cells": [{"cell_type": "code", "execution_count": None, "id": "layout", "metadata": {}, "outputs": [],
+                   "source": _LAYOUT_NOTEBOOK}],
+        "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}},
+        "nbformat": 4, "nbformat_minor": 5}), encoding="utf-8")  # fmt: skip
+    with voila(notebook) as url:
+        page, errors = _open(browser, url)
+        page.locator("table.harpe-compare-table").first.wait_for(state="visible", timeout=RENDER_MS)
+        yield page, errors
+        page.close()
+
+
+def _box(page, selector: str) -> dict:
+    found = page.evaluate(_BOX, selector)
+    assert found is not None, f"{selector} is not on the page"
+    return found
+
+
+class TestLayoutAt1280:
+    def test_the_explorer_fits_beside_the_file_browser(self, layout_page):
+        page, errors = layout_page
+        explorer = _box(page, ".harpe-explorer")
+        assert explorer["width"] <= LAB_OUTPUT_WIDTH + 1
+        assert explorer["scroll"] <= explorer["client"] + 1, "the Explorer overflows its area sideways"
+        controls, stats = _box(page, ".harpe-knob-row"), _box(page, ".harpe-stats")
+        assert stats["left"] >= controls["right"], "the stats table should sit beside the knobs, not under them"
+        assert stats["right"] <= explorer["right"] + 1
+        track = _box(page, ".harpe-high-water .noUi-target")
+        assert track["width"] >= 180, "a slider this short cannot be dragged to a value"
+        header = page.locator(".harpe-explorer .harpe-measure").first.inner_text()
+        assert "counter: cl100k_base fitted to" in header and "prices (per call, USD per million tokens)" in header
+        plot = _box(page, ".harpe-explorer img.harpe-plot")
+        assert plot["right"] <= explorer["right"] + 1
+        assert errors == []
+        _screenshot(page, "explorer_1280.png", ".harpe-explorer")
+
+    def test_a_typed_value_beyond_the_slider_is_said_not_clamped(self, layout_page):
+        page, errors = layout_page
+        handle = page.locator(".harpe-explorer .harpe-high-water .noUi-handle").first
+        top = int(float(handle.get_attribute("aria-valuemax")))
+        typed = top + 25_000
+        box = page.locator(".harpe-explorer .harpe-value-high-water input").first
+        box.fill(f"{typed:,}")
+        box.press("Enter")
+        message = page.locator(".harpe-explorer .harpe-message").first
+        message.wait_for(state="visible", timeout=60_000)
+        assert f"{typed:,} is outside the slider's range" in message.inner_text()
+        page.wait_for_function(
+            "v => { const h = document.querySelector('.harpe-explorer .harpe-high-water .noUi-handle');"
+            " return h && Number(h.getAttribute('aria-valuenow')) === v; }", arg=typed, timeout=60_000)  # fmt: skip
+        assert box.input_value() == f"{typed:,}"
+        assert errors == []
+        _screenshot(page, "explorer_typed_value.png", ".harpe-explorer")
+
+    def test_the_compare_table_fits_its_area(self, layout_page):
+        page, errors = layout_page
+        area = _box(page, ".harpe-compare")
+        assert area["width"] <= LAB_OUTPUT_WIDTH + 1 and area["scroll"] <= area["client"] + 1
+        scroll = _box(page, ".harpe-compare-scroll")
+        table = _box(page, "table.harpe-compare-table")
+        assert table["width"] <= area["width"], f"a {table['width']:.0f} px table in a {area['width']:.0f} px area"
+        assert scroll["scroll"] <= scroll["client"] + 1
+        heights = page.evaluate("() => [...document.querySelectorAll('table.harpe-compare-table tbody tr')]"
+                                ".map(r => r.getBoundingClientRect().height)")  # fmt: skip
+        assert len(heights) == 8 and max(heights) <= 56, f"row heights {heights}: at most three lines each"
+        head = page.evaluate("() => document.querySelector('table.harpe-compare-table thead tr')"
+                             ".getBoundingClientRect().height")  # fmt: skip
+        assert head <= 56
+        assert errors == []
+        _screenshot(page, "compare_1280.png", ".harpe-compare")

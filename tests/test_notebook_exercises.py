@@ -94,6 +94,13 @@ CASES: dict[tuple[str, str], Case] = {
         right='min(masked, key=lambda p: masked[p].totals()["cost_usd_cached"])',
         wrong=("[p for p in masked if p != right][0]", "[p for p in masked if p != right][1]", "3", "str(right)"),
     ),
+    ("07_your_sessions", "cheapest_kept"): Case(
+        right='totals[totals["budget_met"].astype(bool)].sort_values("cost_usd_cached")["strategy"].iloc[0]',
+        wrong=(  # the cheapest of the others (one that broke the budget, or the runner-up), the last, none
+            'min((s for s in strategies if s != right), key=lambda s: float(totals.set_index("strategy").loc[s, '
+            '"cost_usd_cached"]))',
+            "[s for s in strategies if s != right][-1]", '"no-such-strategy"', "None"),
+    ),
 }
 
 

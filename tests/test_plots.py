@@ -215,6 +215,69 @@ class TestTokenUse:
             view.update(r, high_water=True)  # == 1, but not a count: checked, not taken as already shown
 
 
+def _points(*spec):
+    from harpe_lab.recorded import RecordedPoint
+
+    return tuple(RecordedPoint(request=r, turn=0, trigger="auto", tokens_before=b, tokens_after=None) for r, b in spec)
+
+
+class TestRecordedCompactions:
+    """What the recording's own agent did, drawn beside what the replayed strategy did."""
+
+    def test_a_marker_between_the_requests_at_the_tokens_it_compacted_at(self):
+        r = _full(_conversation(10))
+        ax = plots.plot_token_use(r, recorded=_points((12, 2_500), (20, None)))
+        x, y = _by_gid(ax, "recorded_compactions").get_data()
+        assert list(x) == [11.5, 19.5]
+        # no recorded size: drawn on the replay's request before it
+        assert list(y) == [2_500, float(r.requests["input_tokens"].iat[19])]
+        stems = _by_gid(ax, "recorded_compactions:stem").get_segments()
+        assert [tuple(map(tuple, s)) for s in stems] == [((11.5, 0.0), (11.5, 2_500.0)), ((19.5, 0.0), (19.5, y[1]))]
+        labels = [t.get_text() for t in ax.get_legend().get_texts()]
+        assert "recorded compaction" in labels and "compacted" not in labels
+
+    def test_a_recorded_size_above_the_replay_stays_on_the_plot(self):
+        r = _full(_conversation(10))
+        peak = float(r.requests["input_tokens"].max())
+        ax = plots.plot_token_use(r, recorded=_points((5, int(peak * 1.4))))
+        assert ax.get_ylim()[1] >= peak * 1.4
+
+    def test_takes_the_recordeds_compactions(self):
+        from harpe_lab.conversation import RecordedCompaction
+        from harpe_lab.recorded import recorded
+
+        c = _conversation(10)
+        c = type(c)(c.turns, id=c.id, compactions=(RecordedCompaction(turn=4, pre_tokens=1_234),))
+        rec = recorded(c)
+        (point,) = rec.compactions
+        r = _full(c)
+        x, y = _by_gid(plots.plot_token_use(r, recorded=rec), "recorded_compactions").get_data()
+        assert point.request == r.turn_requests(4).start and list(x) == [point.request - 0.5] and list(y) == [1_234]
+
+    def test_compactions_after_the_replay_and_none_draw_nothing(self):
+        r = _full(_conversation(3))
+        for recorded in (None, (), _points((len(r) + 5, 900))):
+            ax = plots.plot_token_use(r, recorded=recorded)
+            assert len(_by_gid(ax, "recorded_compactions").get_xdata()) == 0
+            assert "recorded compaction" not in [t.get_text() for t in ax.get_legend().get_texts()]
+            plt.close("all")
+
+    def test_what_is_not_a_recording_is_refused(self):
+        r = _full(_conversation(3))
+        with pytest.raises(HarpeLabError, match="`recorded` must be a harpe_lab.recorded.Recorded or a sequence"):
+            plots.plot_token_use(r, recorded=12)
+        with pytest.raises(HarpeLabError, match="`recorded` must hold harpe_lab.recorded.RecordedPoint items, but int"):
+            plots.plot_token_use(r, recorded=[12])
+
+    def test_an_update_with_other_recorded_points_redraws_them(self):
+        fig, ax = plt.subplots()
+        view = plots.TokenUsePlot(ax)
+        r = _full(_conversation(10))
+        view.update(r, recorded=_points((4, 1_000)), cursor=1)
+        view.update(r, recorded=_points((6, 1_000)), cursor=1)
+        assert list(view.recorded.get_xdata()) == [5.5]
+
+
 class TestStrategies:
     def test_one_line_per_replay_labelled(self):
         c = _conversation(10)

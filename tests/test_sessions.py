@@ -67,7 +67,7 @@ class TestRealSessions:
     def test_the_table_and_its_summary_line(self, capsys):
         code, out, err = run(["sessions", CLAUDE], capsys)
         assert code == 0 and err == ""
-        assert "auto @61: 170.3k→36.1k (85%)" in out
+        assert "auto after 61 calls: 170.3k→36.1k (85%)" in out
         assert out.rstrip().splitlines()[-1].startswith("6 sessions (6 claude_code): 451 model calls, recorded cost $")
 
 

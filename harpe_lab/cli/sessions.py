@@ -22,12 +22,13 @@ def _k(n: Any) -> str:
 
 
 def _compactions(row: Any) -> str:
-    """``auto @102: 167.1k→34.0k (84%)`` per compaction."""
+    """``auto after 102 calls: 167.1k→34.0k (84%)`` per compaction."""
     out = []
     for c in row.compactions:
         share_ = "" if math.isnan(c.share_of_window) else f" ({c.share_of_window:.0%})"
         trigger = f"{c.trigger} " if c.trigger else ""
-        out.append(f"{trigger}@{c.at_call}: {_k(c.tokens_before)}→{_k(c.tokens_after)}{share_}")
+        calls = f"{c.at_call:,} call{'' if c.at_call == 1 else 's'}"
+        out.append(f"{trigger}after {calls}: {_k(c.tokens_before)}→{_k(c.tokens_after)}{share_}")
     return "; ".join(out) or "-"
 
 
@@ -52,8 +53,11 @@ def _summary(rows: list[Any], skipped: int) -> str:
     kinds = ", ".join(f"{n:,} {a}" for a, n in sorted(agents.items(), key=lambda kv: -kv[1]))
     compactions = sum(len(r.compactions) for r in rows)
     skip = f"; {skipped:,} skipped (listed on stderr)" if skipped else ""
-    return (f"{len(rows):,} sessions ({kinds or 'none'}): {calls:,} model calls, recorded cost ${cached:,.2f} "
-            f"with caching (${plain_cost:,.2f} without), {compactions:,} compactions{skip}")
+    def n(count: int, what: str) -> str:
+        return f"{count:,} {what}{'' if count == 1 else 's'}"
+
+    return (f"{n(len(rows), 'session')} ({kinds or 'none'}): {n(calls, 'model call')}, recorded cost ${cached:,.2f} "
+            f"with caching (${plain_cost:,.2f} without), {n(compactions, 'compaction')}{skip}")
 
 
 def cli_sessions(args: argparse.Namespace) -> int:
@@ -75,14 +79,14 @@ def cli_sessions(args: argparse.Namespace) -> int:
         frame.to_csv(sys.stdout, index=False)
     elif args.format == "json":
         doc = {"sessions": json.loads(frame.to_json(orient="records")),
-               "compactions": json.loads(frame.attrs["compactions"].to_json(orient="records")),
+               "compactions": frame.attrs["compactions"],
                "skipped": [{"path": s.path, "reason": s.reason} for s in skipped],
                "summary": _summary(rows, len(skipped))}
         print(json.dumps(doc, indent=2, ensure_ascii=False))
     else:
         roots = [Path(p).expanduser() for p in args.paths]
         headers = ["session", "agent", "version", "model", "window", "calls", "peak input", "cost cached", "cost",
-                   "cache hits", "compactions (at call: before→after, share of window)"]
+                   "cache hits", "compactions (when: tokens before→after, share of window)"]
         table = [[_name(r.path, roots), r.agent, r.version or "-", r.model or "-", tokens(r.window), plain(r.calls),
                   tokens(r.peak_input_tokens), usd(r.cost_usd_cached), usd(r.cost_usd), share(r.cache_hit_share),
                   _compactions(r)] for r in rows]

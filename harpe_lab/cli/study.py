@@ -178,9 +178,6 @@ def cli_tune(args: argparse.Namespace) -> int:
 
 
 def _plot(result: Any, path: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     f = result.frame

@@ -11,11 +11,21 @@ VS Code and Voilà. Figures are `matplotlib.figure.Figure` objects that pyplot n
 so a notebook never shows a stray copy. Replays are cached by strategy and parameters,
 and a redraw updates the existing artists' data.
 
+A conversation is measured as the CLI measures it (`harpe_lab.measure.measure`, once per
+conversation): counted with ``cl100k_base`` fitted to the recording's provider usage when it
+has some, each call priced by the model that made it; both widgets say so in their
+``header`` (`harpe_lab.measure.Measure.lines`: counter and fit error, prices, the recorded
+calls, cost and compactions), and the Explorer marks the recording's own compactions on its
+plot beside the replayed ones. So the same session, strategy and knobs give the CLI's totals.
+
 Strategies come from the preset registry (`harpe_lab.presets.PRESETS`): the widgets show
-the knobs of the picked preset only, with ranges from `Knob.range_for` of the conversation's
-largest full-history request, and never test a preset's name. Every count on screen (header,
-stats table, Compare table, plot markers) is `harpe_lab.replay.totals` of one replay's frame,
-in the report's number format (`harpe_lab.report.format_value`; see ``docs/glossary.md``).
+the knobs of the picked preset only and never test a preset's name. A knob that scales with
+the conversation runs up to the declared context window when one is known, else a little
+above the full history's largest request (`Knob.range_for`); a value typed beside a slider
+beyond its range widens it and says so, never clamped in silence. Every count on screen
+(header, stats table, Compare table, plot markers) is `harpe_lab.replay.totals` of one
+replay's frame, in the report's number format (`harpe_lab.report.format_value`; see
+``docs/glossary.md``).
 
 Every piece of transcript text shown as HTML goes through `html.escape`. A callback that
 fails writes its traceback to the ``errors`` Output widget and keeps it in ``last_error``;

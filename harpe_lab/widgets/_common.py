@@ -1,4 +1,5 @@
-"""What the Explorer and Compare share: sources, callback plumbing, figures, knob checks."""
+"""What the Explorer and Compare share: sources, callback plumbing, figures, the measure,
+knob ranges and checks."""
 
 from __future__ import annotations
 
@@ -206,12 +207,59 @@ def _figure(width: float, height: float, dpi: float, right: float = 0.98, left: 
     return fig
 
 
-def _default_counter(counter: Any) -> Any:
-    if counter is not None:
-        return counter
-    from ..tokens import ApproxCounter
+_PRICING_KINDS = "'auto', a model name, a harpe_lab.models.Pricing or CallPricing, or None"
 
-    return ApproxCounter()
+
+def _check_measure_options(calibrate: Any, pricing: Any) -> None:
+    from ..models import CallPricing, Pricing
+
+    if not isinstance(calibrate, bool):
+        raise HarpeLabError(f"`calibrate` must be True or False, but {calibrate!r} was passed.")
+    if pricing is not None and not isinstance(pricing, (str, Pricing, CallPricing)):
+        raise HarpeLabError(f"`pricing` must be {_PRICING_KINDS}, but {pricing!r} was passed.")
+
+
+def _measure(conversation: Conversation, counter: Any, calibrate: bool, pricing: Any) -> Any:
+    """How a widget measures ``conversation``: `harpe_lab.measure.measure` with the widget's
+    options, ``counter=None`` meaning the default tokenizer (calibrated when the recording
+    has provider usage) — the CLI's numbers for the same recording."""
+    from ..measure import DEFAULT_COUNTER, measure
+
+    return measure(conversation, counter=DEFAULT_COUNTER if counter is None else counter, calibrate=calibrate,
+                   pricing=pricing)  # fmt: skip
+
+
+def _measure_lines(m: Any) -> list[str]:
+    """The measure's header lines, as a widget shows them: its advice names the widget's
+    keyword, not the CLI's option."""
+    return [line.replace("pass --pricing MODEL", 'pass pricing="MODEL" to the widget') for line in m.lines()]
+
+
+def _knob_range(knob: Any, peak: int, window: int | None) -> tuple[int, int]:
+    """A slider's range for ``knob``: a knob that scales with the conversation runs up to the
+    declared context ``window`` when it is known (so a strategy's real threshold, e.g. Claude
+    Code's 167,000 in a 200,000 window, is on the slider), else `Knob.range_for` of the
+    full history's ``peak``; other knobs keep `Knob.range_for`'s declared range."""
+    lo, hi = knob.range_for(peak)
+    if knob.scales and window:
+        hi = max(knob.minimum + 1, window)
+        if knob.maximum is not None:
+            hi = min(hi, knob.maximum)
+    return lo, hi
+
+
+def _whole_text(text: str) -> int:
+    """A typed number: ``12000``, ``12,000``, ``12_000``, ``12 000``, ``12k``, ``1.5k``;
+    ValueError for anything else, or a fraction."""
+    t = "".join(str(text).split()).replace(",", "").replace("_", "").lower()
+    scale = 1000 if t.endswith("k") else 1
+    t = t.removesuffix("k")
+    if not t or not t.replace(".", "", 1).lstrip("-").isdigit():
+        raise ValueError(text)
+    value = float(t) * scale
+    if value != int(value):
+        raise ValueError(text)
+    return int(value)
 
 
 def _nice_step(span: float) -> int:
@@ -270,3 +318,36 @@ def _limit_tokens(limit: int | str) -> int:
     from ..models import model_input_limit
 
     return model_input_limit(limit)
+
+
+def _reach(knob: Any, top: int, window: int | None, peak: int) -> str:
+    """How far a slider runs, in words, for a message about a value beyond it."""
+    if knob.scales and window and top == window:
+        return f"it runs up to the context window, {window:,}"
+    if knob.scales:
+        return f"it runs to a little above the full history's largest request, {peak:,}"
+    return "its usual range"
+
+
+def _typed_value(label: str, text: str, knob: Any, lo: int, hi: int, current: int, reach: str,
+                 who: str) -> tuple[int | None, str]:
+    """A value typed beside a slider running ``lo``..``hi``: ``(value, message)``, where
+    ``value`` is None when ``knob`` refuses it (the slider stays at ``current``) and the
+    message says what became of it — empty for a value within the range. A value the knob
+    accepts beyond the range is applied: the range is widened, never the value clamped."""
+    from ..errors import StrategyError
+
+    try:
+        value = _whole_text(text)
+    except ValueError:
+        return None, f"{label}: {str(text).strip()!r} is not a whole number of {knob.unit}; it stays at {current:,}."
+    try:
+        knob.check(value)
+    except StrategyError:
+        upper = "" if knob.maximum is None else f" and at most {knob.maximum:,}"
+        return None, (f"{label}: {value:,} is outside what {who} accepts (at least {knob.minimum:,}{upper} "
+                      f"{knob.unit}); it stays at {current:,}.")  # fmt: skip
+    if lo <= value <= hi:
+        return value, ""
+    return value, (f"{label}: {value:,} is outside the slider's range {lo:,}–{hi:,} ({reach}); the range now "
+                   f"reaches {value:,} and the replay uses it.")  # fmt: skip

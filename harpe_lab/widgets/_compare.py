@@ -6,17 +6,12 @@ from typing import Any, Callable, Mapping, Sequence
 
 from ..conversation import Conversation
 from ..errors import HarpeLabError
-from ._common import (_Guarded, _check_knob, _check_positive, _check_preset, _default_counter, _figure,
-                      _full_history_peak, _knob_specs, _nice_step, _png, _Redraw)
-from ._render import _CSS, _error_html
+from ._common import (_Guarded, _check_knob, _check_measure_options, _check_positive, _check_preset, _figure,
+                      _full_history_peak, _knob_range, _knob_specs, _limit_tokens, _measure, _measure_lines,
+                      _nice_step, _png, _reach, _Redraw, _typed_value)
+from ._render import _compare_table_html, _error_html, _measure_html, _message_html
 
 __all__ = ["Compare"]
-
-
-_COMPARE_COLUMNS = ("strategy", "requests", "input_tokens_sum", "input_tokens_median", "input_tokens_max",
-                    "compactions", "summaries", "overshoots", "overshoot_tokens_max", "distill_calls",
-                    "cached_prefix_share", "retention", "retention_denominator", "artifact_retention",
-                    "error")  # fmt: skip
 
 
 class Compare(_Guarded):
@@ -25,21 +20,39 @@ class Compare(_Guarded):
     ``strategies`` are preset names (`harpe_lab.presets.PRESETS`) or a mapping of label →
     zero-argument context factory. The ``budget`` slider sets each preset's budget knob
     (`Preset.budget_knob`; presets without one ignore it, as do factories given directly);
-    its range runs to a little above the conversation's largest full-history request.
+    its range runs up to the declared context window when one is known (``limit``, a token
+    count or a model name, else the recording's), else to a little above the conversation's
+    largest full-history request. A budget can be typed in ``budget_value`` beside it: one
+    beyond the slider's range widens it, one the knob refuses is kept out, and ``message``
+    says so either way.
 
-    Views: ``plot`` (all token curves overlaid), ``panels`` (one per strategy: its token
-    plot, or its error), ``table`` (escaped HTML in the report's number format: one row per
-    strategy, counts from `harpe_lab.replay.totals`; a strategy that raised is a row whose
-    error spans the columns), ``errors``; ``replays`` maps label → `Replay` (those that ran),
-    ``failures`` label → exception; ``frame`` is the table as a DataFrame (the
-    `harpe_lab.evaluate.compare` columns, the totals and ``error``). A conversation whose
-    probes are asked after its last turn is replayed with one empty turn added there
-    (`harpe_lab.evaluate.with_probe_turn`), so the table can judge them.
+    The conversation is measured as the CLI and the Explorer measure it
+    (`harpe_lab.measure.measure`): ``counter`` names the tokenizer (``None``: ``cl100k_base``)
+    or is a counter object, fitted to the recording's provider usage when it has some unless
+    ``calibrate=False``; ``pricing`` is ``"auto"`` (each call priced by its own model), a
+    model name, a `Pricing`, or ``None``. ``measure`` is the result, ``counter`` and
+    ``pricing`` its parts.
+
+    Views: ``header`` (the measure's lines: counter, prices, what the recording says
+    happened), ``plot`` (all token curves overlaid), ``panels`` (one per strategy: its token
+    plot, or its error), ``table`` (escaped HTML in the report's number format, one row per
+    strategy, in a box that scrolls sideways rather than overflow its area: tokens sent,
+    largest request, compactions, overshoots and cached prefix from
+    `harpe_lab.replay.totals`, the cost with prompt caching when priced, the headline
+    retention with its denominator — "no probes" when there are none — and the artifacts
+    kept; with a budget, the note of each strategy the budget did not bind, which is then
+    left out of the best values, marked in bold; a strategy that raised is a row whose error
+    spans the columns), ``errors``; ``replays`` maps label → `Replay` (those that ran),
+    ``failures`` label → exception; ``frame`` is every figure as a DataFrame (the
+    `harpe_lab.evaluate.compare` columns at the slider's budget, the totals and ``error``;
+    ``frame.attrs`` are compare's). A conversation whose probes are asked after its last
+    turn is replayed with one empty turn added there (`harpe_lab.evaluate.with_probe_turn`),
+    so the table can judge them.
     """
 
     def __init__(self, conversation: Conversation, strategies: Sequence[str] | Mapping[str, Callable[[], Any]], *,
-                 budget: int | None = None, counter: Any = None, distill: Any = None, probes: Any = None,
-                 dpi: float = 72) -> None:
+                 budget: int | None = None, counter: Any = None, calibrate: bool = True, pricing: Any = "auto",
+                 distill: Any = None, probes: Any = None, limit: int | str | None = None, dpi: float = 72) -> None:
         import ipywidgets as w
 
         from ..plots import TokenUsePlot
@@ -72,11 +85,18 @@ class Compare(_Guarded):
         if distill is not None and not callable(distill):
             raise HarpeLabError(f"`distill` must be a callable Rendered -> str | None, but {distill!r} was passed.")
         _check_positive("dpi", dpi)
+        _check_measure_options(calibrate, pricing)
+        window = None if limit is None else _limit_tokens(limit)  # a bad count or model fails here
 
         # probes asked after the last turn are judged at an extra, empty turn
         conversation = with_probe_turn(conversation)
         self.conversation = conversation
-        self.counter = _default_counter(counter)
+        self.measure = _measure(conversation, counter, calibrate, pricing)
+        self.counter = self.measure.counter
+        self.pricing = self.measure.pricing
+        if window is None and self.measure.recorded is not None:
+            window = self.measure.recorded.window
+        self.limit = limit
         self._distill = distill
         self.probes = probes
         self.dpi = dpi
@@ -87,25 +107,44 @@ class Compare(_Guarded):
         self._cache: dict[tuple, Any] = {}
 
         peak = _full_history_peak(conversation, self.counter)
-        ranges = [k.range_for(peak) for k in budget_knobs] or [(1, max(2, int(peak * 1.1)))]
+        ranges = [_knob_range(k, peak, window) for k in budget_knobs] or [(1, max(2, int(peak * 1.1)))]
         lo, hi = max(r[0] for r in ranges), max(r[1] for r in ranges)
         value = budget if budget is not None else (DEFAULT_BUDGET if DEFAULT_BUDGET <= hi else max(lo, hi // 2))
         top = max(hi, value)
+        self._budget_knob = budget_knobs[0] if budget_knobs else _knob_specs()["budget"]
+        self._peak, self._window = peak, window
+        # the number is typed in the box beside it: a slider's own readout clamps a typed
+        # value to its range without a word
         self.budget = w.IntSlider(description="budget", min=lo, max=top, value=value, step=_nice_step(top - lo),
-                                  continuous_update=False, disabled=not budget_knobs, readout_format=",d",
-                                  tooltip="each preset's budget knob, in tokens", layout=w.Layout(width="420px"))  # fmt: skip
+                                  continuous_update=False, disabled=not budget_knobs, readout=False,
+                                  tooltip="each preset's budget knob, in tokens",
+                                  layout=w.Layout(width="360px"))  # fmt: skip
         self.budget.add_class("harpe-budget")
-        self.plot = w.Image(format="png", layout=w.Layout(width="100%", max_width="900px"))
+        self.budget_value = w.Text(value=f"{value:,}", continuous_update=False, disabled=not budget_knobs,
+                                   tooltip="type a budget in tokens and press Enter",
+                                   layout=w.Layout(width="80px"))  # fmt: skip
+        self.budget_value.add_class("harpe-budget-value")
+        self.message = w.HTML()
+        self.message.add_class("harpe-message-area")
+        self._typing = False
+        # no margin: at 100% of a narrow area a widget's usual margin would overflow it
+        self.plot = w.Image(format="png", layout=w.Layout(width="100%", max_width="900px", margin="0"))
         self.plot.add_class("harpe-compare-plot")
-        self._panel_images = {name: w.Image(format="png", layout=w.Layout(width="100%")) for name in self._factories}
+        self._panel_images = {name: w.Image(format="png", layout=w.Layout(width="100%", margin="0"))
+                              for name in self._factories}  # fmt: skip
         self._panel_errors = {name: w.HTML(layout=w.Layout(display="none")) for name in self._factories}
         self._panels = {name: w.VBox([self._panel_images[name], self._panel_errors[name]]) for name in self._factories}
-        self.panels = w.GridBox(list(self._panels.values()),
-                                layout=w.Layout(grid_template_columns=f"repeat({min(3, len(self._factories))}, 1fr)"))  # fmt: skip
-        self.table = w.HTML()
+        columns = f"repeat({min(3, len(self._factories))}, minmax(0, 1fr))"  # never wider than the area
+        self.panels = w.GridBox(list(self._panels.values()), layout=w.Layout(grid_template_columns=columns,
+                                                                             grid_gap="4px"))  # fmt: skip
+        self.table = w.HTML(layout=w.Layout(width="100%", margin="0"))
         self.table.add_class("harpe-compare-table")
+        self.header = w.HTML(value=_measure_html(_measure_lines(self.measure)))
+        self.header.add_class("harpe-header")
         self.errors = w.Output()
-        self.widget = w.VBox([self.budget, self.plot, self.panels, self.table, self.errors])
+        controls = w.HBox([self.budget, self.budget_value, w.Label("tokens")], layout=w.Layout(align_items="center"))
+        self.widget = w.VBox([self.header, controls, self.message, self.plot, self.panels, self.table, self.errors],
+                             layout=w.Layout(max_width="100%"))  # fmt: skip
         self.widget.add_class("harpe-compare")
 
         self._figure = _figure(9, 3.6, dpi, right=0.78)  # the legend sits to the right
@@ -115,10 +154,45 @@ class Compare(_Guarded):
             fig = _figure(4.2, 2.6, dpi, left=0.17, right=0.97)
             view = TokenUsePlot(fig.add_subplot(), legend=None)
             self._panel_figs[name] = (view, _Redraw(fig, view))
-        self.budget.observe(self._guard(lambda _: self.refresh()), names="value")
+        self.budget.observe(self._guard(self._on_budget), names="value")
+        self.budget_value.observe(self._guard(lambda change: self._on_typed(change.new)), names="value")
         self._guard(self.refresh)()
         if self.last_error is not None:
             raise self.last_error
+
+    def _on_budget(self, change: Any) -> None:
+        self._show_budget()
+        if not self._typing:
+            self.message.value = ""
+        self.refresh()
+
+    def _show_budget(self) -> None:
+        typing, self._typing = self._typing, True
+        try:
+            self.budget_value.value = f"{self.budget.value:,}"
+        finally:
+            self._typing = typing
+
+    def _on_typed(self, text: str) -> None:
+        """A budget typed beside the slider: applied when the budget knob accepts it — the
+        slider's range widened to hold it if need be — else left out; ``message`` says which."""
+        if self._typing:
+            return  # the box being set to the slider's value, not a person typing
+        slider, knob = self.budget, self._budget_knob
+        value, said = _typed_value("budget", text, knob, slider.min, slider.max, slider.value,
+                                   _reach(knob, slider.max, self._window, self._peak), "a budget")  # fmt: skip
+        self.message.value = _message_html(said)
+        if value is None:
+            self._show_budget()
+            return
+        typing, self._typing = self._typing, True
+        try:
+            slider.max = max(slider.max, value)
+            slider.min = min(slider.min, value)
+            slider.value = value  # replays (the slider's observer), the message kept
+        finally:
+            self._typing = typing
+        self._show_budget()
 
     def _factory(self, name: str) -> Callable[[], Any]:
         given = self._factories[name]
@@ -144,7 +218,8 @@ class Compare(_Guarded):
             key = self._key(name)
             if key not in self._cache:
                 try:
-                    self._cache[key] = replay(self.conversation, self._factory(name), counter=self.counter, name=name)
+                    self._cache[key] = replay(self.conversation, self._factory(name), counter=self.counter,
+                                              pricing=self.pricing, name=name)  # fmt: skip
                 except Exception as exc:  # shown as the strategy's row and panel
                     self._cache[key] = exc
             got = self._cache[key]
@@ -172,20 +247,17 @@ class Compare(_Guarded):
                 self._panel_errors[name].value = _error_html(f"{name}: no replay", failures[name])
                 self._panel_errors[name].layout.display = None
                 self._panel_images[name].layout.display = "none"
-        self.frame = self._table(replays, failures)
-        from ..report import table_html
-
-        self.table.value = _CSS + table_html(self.frame, _COMPARE_COLUMNS, classes="harpe-summary harpe-compare-table",
-                                             span="error")  # fmt: skip
+        self.frame = self._table(replays, failures, self.budget.value if budgeted else None)
+        self.table.value = _compare_table_html(self.frame)
         self._ok()
 
-    def _table(self, replays: Mapping[str, Any], failures: Mapping[str, BaseException]) -> Any:
+    def _table(self, replays: Mapping[str, Any], failures: Mapping[str, BaseException], budget: int | None) -> Any:
         import pandas as pd
 
         from ..evaluate import compare
         from ..report import totals_row
 
-        judged = compare(list(replays.values()), probes=self.probes) if replays else pd.DataFrame()
+        judged = compare(list(replays.values()), probes=self.probes, budget=budget) if replays else pd.DataFrame()
         rows = []
         k = 0
         for name in self._factories:
@@ -199,7 +271,9 @@ class Compare(_Guarded):
                 row = {"conversation": self.conversation.id, "strategy": name,
                        "error": f"{type(exc).__name__}: {exc}"}  # fmt: skip
             rows.append(row)
-        return pd.DataFrame(rows)
+        frame = pd.DataFrame(rows)
+        frame.attrs.update(judged.attrs)
+        return frame
 
     def __repr__(self) -> str:
         return f"Compare({self.conversation.id!r}, {list(self._factories)})"

@@ -25,9 +25,15 @@ _CSS = """
 .harpe-request .msg.dropped { border-color: #c62828; color: #999; text-decoration: line-through; }
 .harpe-request .msg.system, .harpe-request .msg.synthetic { border-color: #8e6cc4; }
 .harpe-request .tag { font-weight: bold; margin-right: 6px; }
-.harpe-summary td, .harpe-summary th { padding: 1px 8px; text-align: right; }
+.harpe-summary { line-height: 1.35; }
+.harpe-summary td, .harpe-summary th { padding: 1px 8px; text-align: right; line-height: 1.35; }
 .harpe-compare-table td:first-child, .harpe-compare-table th:first-child { text-align: left; }
 .harpe-compare-table td.span { text-align: left; color: #8e1b1b; white-space: normal; }
+.harpe-measure { font: 12px/1.4 system-ui, sans-serif; color: #444; margin: 2px 0 6px; }
+.harpe-measure div { white-space: normal; overflow-wrap: anywhere; }
+.harpe-measure .note { color: #8a6d3b; }
+.harpe-message { font: 13px/1.4 system-ui, sans-serif; color: #8a4b00; background: #fff4e0;
+  border-left: 4px solid #f2a541; padding: 4px 8px; margin: 4px 0; white-space: normal; }
 .harpe-error-box { border: 1px solid #c62828; background: #fdecea; color: #8e1b1b; padding: 10px 12px;
   font: 13px/1.4 system-ui, sans-serif; white-space: pre-wrap; word-break: break-word; }
 </style>
@@ -109,7 +115,8 @@ def render_request_html(replay: Any, i: int) -> str:
 _STAT_ROWS = (("requests", "requests"), ("input_tokens_sum", "tokens sent"), ("input_tokens_max", "largest request"),
               ("compactions", "compactions"), ("summaries", "summaries"), ("overshoots", "overshoots"),
               ("overshoot_tokens_max", "worst overshoot"), ("distill_calls", "distill calls"),
-              ("cached_prefix_share", "cached prefix"))  # fmt: skip
+              ("cached_prefix_share", "cached prefix"), ("cost_usd_cached", "cost with caching"),
+              ("cost_usd", "cost without caching"))  # fmt: skip
 _COUNTS = ("compactions", "summaries", "overshoots")
 """The counts the Explorer's header shows, next to its stats table."""
 
@@ -126,3 +133,157 @@ def _summary_html(totals: Mapping[str, Any]) -> str:
 def _error_html(what: str, exc: BaseException) -> str:
     return (f"{_CSS}<div class='harpe-error-box'><b>{html.escape(what)}</b><br>"
             f"{html.escape(type(exc).__name__)}: {html.escape(str(exc))}</div>")  # fmt: skip
+
+
+def _measure_html(lines: list[str]) -> str:
+    """The header lines of a `harpe_lab.measure.Measure` (what counter, what prices, what the
+    recording says happened), one ``div`` each, escaped; warnings and notes stand out."""
+    facts = ("counter", "prices", "recorded")
+    rows = "".join(f"<div>{html.escape(line)}</div>" if line.startswith(facts)
+                   else f"<div class='note'>{html.escape(line)}</div>" for line in lines)  # fmt: skip
+    return f"{_CSS}<div class='harpe-measure'>{rows}</div>"
+
+
+def _message_html(text: str) -> str:
+    """A message to the person at the controls (a typed value out of range, say), escaped;
+    empty when there is nothing to say."""
+    return f"{_CSS}<div class='harpe-message'>{html.escape(text)}</div>" if text else ""
+
+
+_COMPARE_SHOWN = (
+    # (frame column, header, which way is better: the best value is marked in bold)
+    ("input_tokens_sum", "tokens sent", "lower"),
+    ("input_tokens_max", "largest request", None),
+    ("compactions", "compactions", None),
+    ("overshoots", "over its limit", None),
+    ("cached_prefix_share", "cached prefix", None),
+    ("cost_usd_cached", "cost with caching", "lower"),
+    ("retention", "retention", "higher"),
+    ("artifact_retention", "artifacts kept", "higher"),
+)
+"""The Compare table's columns after the strategy (and the budget note); ``retention`` is
+the frame's headline retention (``attrs["headline"]``)."""
+
+_TIP_ALIASES = {"input_tokens_sum": "input_tokens", "input_tokens_max": "input_tokens", "compactions": "compacted",
+                "overshoots": "overshoot_tokens", "cached_prefix_share": "cached_prefix_tokens"}  # fmt: skip
+
+_COMPARE_CSS = """
+<style>
+.widget-html.harpe-compare-table > .widget-html-content { min-width: 0; max-width: 100%; }
+.harpe-compare-scroll { max-width: 100%; overflow-x: auto; }
+.harpe-compare-table { border-collapse: collapse; font: 12px/1.35 system-ui, sans-serif; }
+.harpe-compare-table th { white-space: normal; vertical-align: bottom; max-width: 7.5em;
+  border-bottom: 1px solid #ccc; }
+.harpe-compare-table td { white-space: nowrap; }
+.harpe-summary.harpe-compare-table td, .harpe-summary.harpe-compare-table th { padding: 1px 5px; }
+.harpe-compare-table td.note, .harpe-compare-table th[data-column="budget_note"] { text-align: left; }
+.harpe-compare-table td.note { white-space: normal; min-width: 12em; max-width: 16em; color: #8a4b00; }
+.harpe-compare-table td.best { font-weight: bold; background: #e8f5e9; }
+</style>
+"""
+
+
+def _best_rows(frame: Any, column: str, better: str, eligible: Any) -> set[int]:
+    """The positions of the rows holding the best ``column`` value among ``eligible`` ones
+    (ties all marked); none unless at least two eligible rows have a value."""
+    import pandas as pd
+
+    values = pd.to_numeric(frame[column], errors="coerce").where(eligible)
+    if values.notna().sum() < 2:
+        return set()
+    best = values.min() if better == "lower" else values.max()
+    if values.min() == values.max():
+        return set()  # all equal: nothing stands out
+    return {k for k, v in enumerate(values) if v == best}
+
+
+def _denominator(row: Mapping[str, Any]) -> tuple[int, int] | None:
+    """``(findable, probes)`` of a compare row, None when it has no such columns."""
+    probes, findable = row.get("probes"), row.get("findable")
+    if probes is None or findable is None or _missing(probes) or _missing(findable):
+        return None
+    return int(findable), int(probes)
+
+
+def _retention_text(row: Mapping[str, Any], column: str, in_header: bool) -> str:
+    """The headline retention with its denominator (unless ``in_header`` shows it once for
+    every row), or why there is none: "no probes", "none findable of m"."""
+    from ..report import format_value
+
+    shares = _denominator(row)
+    if shares is not None and shares[1] == 0:
+        return "no probes"
+    if shares is not None and shares[0] == 0:
+        return f"none findable of {shares[1]:,}"
+    text = format_value(column, row.get(column))
+    if shares is not None and not in_header:
+        text += f" ({shares[0]:,} of {shares[1]:,})"
+    return text
+
+
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and value != value)
+
+
+def _compare_table_html(frame: Any) -> str:
+    """The Compare table (see `harpe_lab.widgets.Compare`): a few well-named columns in a box
+    that scrolls sideways when its area is narrower; headers wrap and carry the column's
+    meaning as a tooltip; every value and text escaped."""
+    import pandas as pd
+
+    from ..report import GLOSSARY, format_value
+
+    meanings = {**dict(GLOSSARY), **dict(frame.attrs.get("columns") or {})}
+    headline = frame.attrs.get("headline")
+    headline = headline if isinstance(headline, str) and headline in frame.columns else "retention"
+    errors = frame["error"].fillna("").astype(str) if "error" in frame.columns else pd.Series([""] * len(frame))
+    ran = errors == ""
+    shown = []
+    for column, header, better in _COMPARE_SHOWN:
+        column = headline if column == "retention" else column
+        if column not in frame.columns:
+            continue
+        if column.startswith("cost") and pd.to_numeric(frame[column], errors="coerce").isna().all():
+            continue  # unpriced: no column of dashes
+        shown.append((column, header, better))
+    notes = (frame["budget_note"].fillna("").astype(str) if "budget_note" in frame.columns
+             else pd.Series([""] * len(frame), index=frame.index))  # fmt: skip
+    with_notes = bool((notes[ran] != "").any())
+    eligible = ran.copy()
+    if "budget_met" in frame.columns:
+        met = frame["budget_met"]
+        # compared at a budget: a strategy that did not keep it is not "best" at it
+        eligible &= met.isna() | (met == True)  # noqa: E712 (a column of objects: True, False or NaN)
+    best = {c: _best_rows(frame, c, b, eligible.to_numpy()) for c, _, b in shown if b is not None}
+
+    # one conversation, one set of probes: the denominator is the same on every row, said once
+    shares = {_denominator(row) for _, row in frame[ran.to_numpy()].iterrows()}
+    common = next(iter(shares)) if len(shares) == 1 else None
+    in_header = common is not None and common[0] > 0
+
+    def th(column: str, header: str) -> str:
+        tip = meanings.get(column) or meanings.get(_TIP_ALIASES.get(column, ""), "")
+        title = f" title='{html.escape(tip, quote=True)}'" if tip else ""
+        return f"<th data-column='{html.escape(column, quote=True)}'{title}>{html.escape(header)}</th>"
+
+    head = [th("strategy", "strategy")] + ([th("budget_note", "budget")] if with_notes else [])
+    head += [th(c, f"{h} ({common[0]:,} of {common[1]:,} findable)" if c == headline and in_header else h)
+             for c, h, _ in shown]
+    width = len(head)
+    rows = []
+    for k, (_, row) in enumerate(frame.iterrows()):
+        name = f"<td>{html.escape(str(row.get('strategy', '')))}</td>"
+        if not ran.iat[k]:
+            rows.append(f"<tr>{name}<td class='text span' colspan='{width - 1}'>{html.escape(errors.iat[k])}</td></tr>")
+            continue
+        cells = [name]
+        if with_notes:
+            cells.append(f"<td class='note'>{html.escape(notes.iat[k])}</td>")
+        for column, _, _ in shown:
+            text = (_retention_text(row, column, in_header) if column == headline
+                    else format_value(column, row.get(column)))  # fmt: skip
+            css = " class='best'" if k in best.get(column, ()) else ""
+            cells.append(f"<td{css}>{html.escape(text)}</td>")
+        rows.append(f"<tr>{''.join(cells)}</tr>")
+    return (f"{_CSS}{_COMPARE_CSS}<div class='harpe-compare-scroll'><table class='harpe-summary harpe-compare-table'>"
+            f"<thead><tr>{''.join(head)}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>")  # fmt: skip
