@@ -307,7 +307,9 @@ def _free(width: int) -> str:
     prefix does not continue a run of token characters (``task-…`` holds no ``sk-`` key).
     Written after the prefix rather than before it, so that the regex engine can search for
     the prefix's literal text first."""
-    return rf"(?<![{_PRE}]{'.' * width})"
+    dots = "." * width
+    # after "//" too: a token as a URL's user (https://ghp_…@github.com)
+    return rf"(?:(?<![{_PRE}]{dots})|(?<=//{dots}))"
 
 
 _RULES: tuple[_Rule, ...] = (

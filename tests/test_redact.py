@@ -447,3 +447,11 @@ def test_the_false_positive_measurement_on_real_sessions_holds(real_data):
         for text in _every_string(path):
             tally(text)
     assert tally.counts == MEASURED, "a rule changed: measure again and update docs/redaction.md"
+
+
+def test_a_token_as_a_url_s_user_is_redacted():
+    token = "ghp_" + "Ab3dE5gH7jK9" * 3
+    assert redact(f"git clone https://{token}@github.com/acme/app") == \
+        "git clone https://[redacted github-token, 40 chars]@github.com/acme/app"
+    # still not inside a longer run of token characters
+    assert redact(f"base64{token}") == f"base64{token}"

@@ -28,7 +28,13 @@ def planted() -> dict[str, str]:
     """One fake secret of each kind, made at test time (never a real one)."""
     an = string.ascii_letters + string.digits
     b64 = an + "+/"
-    header = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9"
+    import base64
+
+    def part(doc: dict) -> str:
+        return base64.urlsafe_b64encode(json.dumps(doc).encode()).decode().rstrip("=")
+
+    header = part({"alg": "HS256", "typ": "JWT"})
+    claims = part({"sub": _random(string.digits, 10, 9), "name": "Ada", "iat": 1767225600})
     return {
         "openai": "sk-proj-" + _random(an, 48, 1),
         "anthropic": "sk-ant-api03-" + _random(an + "-_", 90, 2),
@@ -36,7 +42,7 @@ def planted() -> dict[str, str]:
         "aws-secret": _random(b64, 40, 4),
         "github": "ghp_" + _random(an, 36, 5),
         "slack": "xoxb-" + _random(string.digits, 12, 6) + "-" + _random(string.digits, 13, 7) + "-" + _random(an, 24, 8),
-        "jwt": f"{header}.{_random(an, 60, 9)}.{_random(an + '-_', 43, 10)}",
+        "jwt": f"{header}.{claims}.{_random(an + '-_', 43, 10)}",
         "key-block": "MII" + _random(b64, 200, 11),
         "bearer": _random(an, 40, 12),
         "db-password": "Pw" + _random(an, 18, 13),
@@ -186,3 +192,18 @@ class TestInertInTheBrowser:
                     page.close()
             finally:
                 b.close()
+
+
+@real
+@pytest.mark.real_data
+def test_the_explorer_s_message_view_redacts(session):
+    from harpe_lab.widgets import Explorer
+
+    path, secrets = session
+    e = Explorer(path, strategy="full", datasets=False)
+    e.step.value = 5  # early: the planted prompt and tool result are among the messages listed
+    shown = e.request_view.value
+    assert leaked(shown, secrets) == [] and "values redacted" in shown
+    plain = Explorer(path, strategy="full", datasets=False, redact=False)
+    plain.step.value = 5
+    assert leaked(plain.request_view.value, secrets) and "redaction off" in plain.request_view.value

@@ -38,8 +38,8 @@ class Explorer(_Guarded):
     ``plot_error`` shows the error in its place), ``counts`` (Labels ``compactions``,
     ``summaries`` and ``overshoots``; ``compactions`` is also an attribute), ``summary``
     (the stats table, cost with and without prompt caching included), ``message`` (what
-    became of a typed value), ``request_view`` (the request at ``step``, escaped HTML),
-    ``gauge`` and ``gauge_label`` (tokens at ``step`` / the limit), ``errors`` (tracebacks
+    became of a typed value), ``request_view`` (the request at ``step``, escaped HTML,
+    its secrets redacted unless ``redact=False``), ``gauge`` and ``gauge_label`` (tokens at ``step`` / the limit), ``errors`` (tracebacks
     of failed callbacks; the exception is also kept in ``last_error``). Every count comes
     from `harpe_lab.replay.totals` of the replay's frame (see ``docs/glossary.md``).
     ``replay`` is the current `Replay` (``None`` after an error); ``widget`` the whole layout.
@@ -63,8 +63,12 @@ class Explorer(_Guarded):
     def __init__(self, source: Any, *, strategy: str = "summarizing", budget: int | None = None, counter: Any = None,
                  calibrate: bool = True, pricing: Any = "auto", distill: Any = None, limit: int | str | None = None,
                  datasets: bool = True, dpi: float = 80, figsize: tuple[float, float] = (9.0, 3.6),
-                 cache_size: int = 256, **knobs: Any) -> None:
+                 cache_size: int = 256, redact: bool = True, **knobs: Any) -> None:
         import ipywidgets as w
+
+        if not isinstance(redact, bool):
+            raise HarpeLabError(f"`redact` must be True or False, but {redact!r} was passed.")
+        self.redact = redact
 
         from ..models import model_input_limit
         from ..plots import TokenUsePlot
@@ -564,7 +568,7 @@ class Explorer(_Guarded):
                 self.gauge.value = used
                 self.gauge.bar_style = "danger" if used > cap else ("warning" if used > 0.9 * cap else "success")
             self.gauge_label.value = f"{used:,} / {cap:,} tokens ({what}) at request {i}"
-            self.request_view.value = render_request_html(result, i)
+            self.request_view.value = render_request_html(result, i, redact=self.redact)
         self.redraws += 1
         self.last_redraw_seconds = time.perf_counter() - started
 

@@ -53,18 +53,26 @@ def _role(message: Message) -> str:
     return {"user": "user", "assistant": "assistant", "tool_results": "tool"}.get(getattr(message, "role", ""), "?")
 
 
-def _snippet(text: str, limit: int = _SNIPPET) -> str:
+def _cut(text: str, limit: int = _SNIPPET) -> str:
     if len(text) <= limit:
         return html.escape(text)
     return html.escape(text[:limit]) + f" <i>… ({len(text) - limit:,} more characters)</i>"
 
 
-def render_request_html(replay: Any, i: int) -> str:
+def render_request_html(replay: Any, i: int, *, redact: bool = True) -> str:
     """Request ``i`` of ``replay`` as HTML: the system prompt (with any summary), then every
     message the full history held, marked sent, summarized or dropped. Runs of messages
-    that were not sent collapse to one line; all transcript text is escaped."""
+    that were not sent collapse to one line; all transcript text is escaped, after its
+    secrets are redacted (`harpe_lab.redact`; ``redact=False`` shows them, and says so)."""
+    from ..redact import Redactor
+
     if not 0 <= i < len(replay):
         raise HarpeLabError(f"`request` must be in 0..{len(replay) - 1}, but {i!r} was passed.")
+    tally = Redactor(enabled=redact).tally()
+
+    def _snippet(text: str, limit: int = _SNIPPET) -> str:  # redacted whole, then cut: no secret cut in half
+        return _cut(tally(text), limit)
+
     conversation = replay.conversation
     by_id = {mid: m for t in conversation.turns for m, mid in zip(t.all_messages, t.ids)}
     rendered = replay.rendered(i)
@@ -108,7 +116,8 @@ def render_request_html(replay: Any, i: int) -> str:
         run_state = state
         run.append(mid)
     flush()
-    parts.append("</div>")
+    note = tally.header() if redact else "redaction off: secrets are shown as they are"
+    parts.append(f'<div class="note">secrets: {html.escape(note)}</div></div>')
     return "".join(parts)
 
 
