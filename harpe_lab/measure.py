@@ -108,7 +108,8 @@ class Measure:
         if not math.isnan(r.cost_usd_cached):
             cost = f", cost ${r.cost_usd_cached:,.2f} with caching (${r.cost_usd:,.2f} without)"
         window = f", window {r.window:,}" if r.window else ""
-        lines = [f"recorded: {len(r.calls):,} calls, peak input {r.peak_input_tokens:,} tokens{window}{cost}"]
+        calls = f"{len(r.calls):,} call{'' if len(r.calls) == 1 else 's'}"
+        lines = [f"recorded: {calls}, peak input {r.peak_input_tokens:,} tokens{window}{cost}"]
         lines += [f"recorded {c.describe()}" for c in r.compactions]
         return lines
 

@@ -332,8 +332,10 @@ def tune(sources: Iterable[Any], strategy: str, *, knob: str | None = None, lo: 
     preset = get_preset(strategy)
     target = preset.knob(knob) if knob else preset.budget_knob
     if target is None:
-        raise StrategyError(f"the {strategy!r} strategy has no budget knob; name the knob to tune "
-                            f"({[k.name for k in preset.knobs] or 'it has none'})")
+        if not preset.knobs:
+            raise StrategyError(f"the {strategy!r} strategy has no knobs: there is nothing to tune")
+        raise StrategyError(f"the {strategy!r} strategy has no budget knob; name the knob to tune with "
+                            f"--knob KNOB=LO:HI, one of: {', '.join(k.name for k in preset.knobs)}")
     convs = load_sessions(sources)
     windows = [w for w in (declared_window(c) for c in convs) if w]
     window = min(windows) if windows else None

@@ -276,6 +276,8 @@ def cli_replay(args: argparse.Namespace) -> int:
     factory = _factory(args, knobs, conversation, m.counter)
     result = _replay(args, factory, conversation, m.counter, m.pricing, budget)
 
+    if args.show is not None and not 0 <= args.show < len(result):
+        raise UsageError(f"--show {args.show}: the replay has requests 0 to {len(result) - 1}")
     frame = result.requests
     priced = m.pricing is not None
     columns = list(_COLUMNS) + (list(_COST_COLUMNS) if priced else [])

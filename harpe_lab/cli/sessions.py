@@ -64,6 +64,11 @@ def cli_sessions(args: argparse.Namespace) -> int:
     """List the sessions under ``args.paths`` (or the standard locations)."""
     from ..sessions import Skipped, scan_sessions, sessions_frame
 
+    missing = [p for p in args.paths if not (Path(p).expanduser().exists() or Path(p).expanduser().is_symlink())]
+    if missing:
+        from ..errors import HarpeLabError
+
+        raise HarpeLabError(f"{missing[0]}: no such file or folder — check the path")
     rows, skipped = [], []
     for item in scan_sessions(args.paths, subagents=args.subagents):
         if isinstance(item, Skipped):
