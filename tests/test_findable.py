@@ -23,11 +23,45 @@ from harpe_lab.findable import (
 
 LABELS = Path(__file__).parent / "data" / "findable_labels.json"
 
-# the labelled set's floors. Measured: on the 273 probes the rules were tuned on, precision
-# 0.976 and recall 0.882; on 75 held-out probes labelled after the matcher was frozen, 0.939
-# and 0.885 (unchanged by the one rule added since, list numbering)
-MIN_PRECISION = 0.9
-MIN_RECALL = 0.8
+# The labelled set's floors, each a little under what was measured (tests/data/findable_labels.json
+# says how the sets were made: the rules were changed on "tuning" only, then frozen, then the
+# newest "holdout" probes were labelled). Measured on 2026-12-02, after issue 31's round:
+#   tuning  (333): precision 0.989, recall 0.942 (tp 179, fp 2, fn 11)
+#   holdout (183): precision 0.950, recall 0.943 (tp 115, fp 6, fn 7)
+MIN_PRECISION = {"tuning": 0.98, "holdout": 0.94}
+MIN_RECALL = {"tuning": 0.93, "holdout": 0.93}
+# per category (LoCoMo's from `Probe.category`, LongMemEval's question types): (precision,
+# recall) floors on the held-out half, measured (n held out; tp, fp, fn):
+#   locomo multi-hop                   0.900 0.900  (29; 18, 2, 2)
+#   locomo temporal                    1.000 1.000  (35; 33, 0, 0)
+#   locomo single-hop                  0.967 0.906  (34; 29, 1, 3)
+#   longmemeval knowledge-update       1.000 0.889  (13;  8, 0, 1)
+#   longmemeval single-session-assistant 1.000 0.889 (10;  8, 0, 1)
+#   longmemeval single-session-user    1.000 1.000  (14; 14, 0, 0)
+HOLDOUT_FLOORS = {
+    ("locomo", "multi-hop"): (0.89, 0.89),
+    ("locomo", "temporal"): (0.99, 0.99),
+    ("locomo", "single-hop"): (0.96, 0.90),
+    ("longmemeval", "knowledge-update"): (0.99, 0.88),
+    ("longmemeval", "single-session-assistant"): (0.99, 0.88),
+    ("longmemeval", "single-session-user"): (0.99, 0.99),
+}
+# LongMemEval's multi-session and temporal-reasoning questions are nearly all sums, counts,
+# differences and orders (unscorable or not found, by design): their held-out halves hold 2
+# and 3 findable answers, too few for a precision. Pinned instead: every findable one found,
+# and at most the false finds measured (two counts, "3" and "2"; one order, "most recently").
+HOLDOUT_MAX_FALSE_FINDS = {("longmemeval", "multi-session"): 2, ("longmemeval", "temporal-reasoning"): 1}
+# the same categories on the tuning set, so a later rule cannot buy one by losing another:
+#   multi-hop 0.967 0.879, temporal 0.979 0.979, single-hop 1.000 0.937, knowledge-update
+#   1.000 1.000, single-session-assistant 1.000 0.929, single-session-user 1.000 1.000
+TUNING_FLOORS = {
+    ("locomo", "multi-hop"): (0.96, 0.87),
+    ("locomo", "temporal"): (0.97, 0.97),
+    ("locomo", "single-hop"): (0.99, 0.93),
+    ("longmemeval", "knowledge-update"): (0.99, 0.99),
+    ("longmemeval", "single-session-assistant"): (0.99, 0.92),
+    ("longmemeval", "single-session-user"): (0.99, 0.99),
+}
 
 
 def found(answer: str, *passages: Passage | str, question: str = "") -> bool:
@@ -67,6 +101,15 @@ class TestLists:
         assert found("clarinet and violin", "I play clarinet!", "playing my violin")
         assert found("Kyle; Sara", "his name is Kyle", "my daughter Sara's birthday")
 
+    def test_framing_words_are_not_items(self):
+        text = ["Tennis with my friends at the park, every week!", "Now we play tennis every other week."]
+        assert found("Previously, you play tennis every week. Currently, every other week", *text)
+        assert found("According to Borges, the library is a sphere", "Borges: the library is a sphere.")
+
+    def test_a_url_is_one_item(self):
+        reply = '1. "Sit Well at a Desk" by the clinic: <https://www.example.com/watch?v=Ab12Cd>'
+        assert found("The video is 'Sit Well at a Desk' and the link is https://www.example.com/watch?v=Ab12Cd", reply)
+
     def test_the_missing_items_are_named(self):
         f = findable("Oliver, Luna, Bailey", ["Luna and Oliver are sweet."])
         assert not f.found and f.missing == ("Bailey",)
@@ -95,6 +138,26 @@ class TestContentWords:
     def test_the_speaker_counts_as_a_word_of_the_passage(self):
         assert found("Melanie's daughter", said("We celebrated my daughter's birthday.", date(2023, 8, 14), "Melanie"))
         assert not found("Melanie's daughter", "We celebrated my daughter's birthday.")
+
+    def test_a_photo_caption_is_read_apart_from_what_was_said(self):
+        # LoCoMo's "[shares a photo: …]": a caption's words (woman, group) do not complete what was said
+        text = "Those transgender panel talks moved me. [shares a photo: a mural of a woman by a road]"
+        assert not found("Transgender woman", text)
+        assert found("sunset painting", "Finished this one. [shares a photo: an easel with a painting of a sunset]")
+        # …but a date said beside a photo is still about what the photo shows
+        p = said("Rough day yesterday… [shares a photo: a dented car on a tow truck]", date(2023, 7, 3), "Maria")
+        assert found("July 2, 2023", p, question="When did Maria's car get dented?")
+
+    def test_kin_words_chat_words_and_irregular_verbs(self):
+        assert found("her mother", said("My mom cooked with me last night.", date(2023, 5, 4), "Maria"))
+        assert found("for his business", "Closed it, all for my biz.")
+        assert found("you led 4 engineers", "These days I lead 4 engineers on the platform team.")
+        assert found("mentoring program", "Signed up for a mentorship program at the library.")
+
+    def test_an_answer_keys_typo_is_read_as_the_passage_spells_it(self):
+        assert found("one-on-one metoring", "We now run one-on-one mentoring sessions.")
+        assert found("chili cook-off for the funraiser", "A chili cook-off will open the fundraiser.")
+        assert not found("one-on-one metoring", "We now run one-on-one classes.")
 
     def test_numbers_are_never_substituted(self):
         assert not found("2 kids", "I have 3 kids")
@@ -127,6 +190,16 @@ class TestDates:
         ("2022", "The support group was founded last year.", date(2023, 5, 8)),
         ("Around August 2022", "I joined the support group about a year ago.", date(2023, 8, 3)),
         ("July 2023", "The support group met last week.", date(2023, 7, 9)),  # 2-8 July
+        ("The friday before 10 April 2023", "The support group met last Fri.", date(2023, 4, 10)),
+        ("A few days before 2 July 2023", "I went to the support group a few days ago.", date(2023, 7, 2)),
+        ("A few days before 2 July 2023", "The support group met on Wednesday.", date(2023, 7, 2)),  # 28 June
+        ("Two days before 3 July 2023", "The support group met two days ago.", date(2023, 7, 3)),
+        ("The week after 9 June 2023", "The support group meets next week.", date(2023, 6, 9)),
+        ("The last week of August 2023", "The support group met last week.", date(2023, 9, 4)),  # 28 Aug-3 Sep
+        ("The summer of 2022", "The support group went camping last summer.", date(2023, 8, 11)),
+        ("Summer 2023", "The support group went camping last summer.", date(2023, 10, 2)),
+        ("Since 2016", "Seven years now I've met with the support group.", date(2023, 9, 13)),
+        ("In 2013", "The support group met weekly for 10 years.", date(2023, 6, 3)),
     ])  # fmt: skip
     def test_relative_to_the_day_the_passage_was_said(self, answer, text, day):
         assert found(answer, said(text, day), question="When did the support group meet?")
@@ -147,8 +220,41 @@ class TestDates:
         # …but only when the passage is about the question
         assert not found("29 January, 2023", p, question="When did Gina adopt a dog?")
 
+    def test_a_duration_is_not_a_date_when_it_is_an_age_or_ahead(self):
+        q = "When did the support group meet?"
+        assert not found("2013", said("The support group is 10 years old.", date(2023, 6, 3)), question=q)
+        assert not found("The summer of 2023", said("The support group went camping last summer.", date(2023, 8, 11)),
+                         question=q)  # fmt: skip
+
     def test_may_the_verb_is_not_a_month(self):
         assert not found("May 2023", said("You may want to rest.", date(2023, 6, 1)), question="When did you rest?")
+
+
+class TestJudgedQuestions:
+    """Questions whose answer no text states — an order of events, a difference, the time
+    elapsed between two events, an inference — are unscorable whatever the answer's words."""
+
+    @pytest.mark.parametrize("question,answer,text", [
+        ("Which happened first, losing my charger or getting the new phone case?", "Getting the new phone case",
+         "New phone case last month; charger gone at the gym since the 3rd."),
+        ("What is the order of the three museums I visited, from earliest to latest?", "Science Museum, Art Museum",
+         "Science Museum on Monday, Art Museum on Friday."),
+        ("How much more was the taxi ride than the train fare?", "$6", "The train costs me $6 a day; the cab was $12."),
+        ("How many days passed between the mass and the festival?", "7 days", "The festival lasted 7 days after mass."),
+        ("How long had I been taking lessons when I bought the amp?", "Four weeks", "Lessons for four weeks; an amp."),
+        ("What might John's degree be in?", "Political science", "I love political science debates."),
+        ("Would Melanie go camping again?", "National park", "We camped at a national park."),
+    ])  # fmt: skip
+    def test_unscorable(self, question, answer, text):
+        f = findable(answer, [text], question=question)
+        assert not f.found and not f.scorable
+
+    def test_what_the_text_states_stays_scorable(self):
+        assert found("10 years ago", "My 18th birthday was ten years ago.",
+                     question="How long ago was her 18th birthday?")
+        assert found("the Hunger Walk", said("Walked in the Hunger Walk today.", date(2023, 3, 19)),
+                     question="What charity walk did I take part in a month ago?")  # fmt: skip
+        assert found("Memrise", "Try Memrise for vocabulary.", question="Which app would you recommend, you said?")
 
 
 class TestGuards:
@@ -184,6 +290,15 @@ class TestGuards:
         reply = "Tips for your tank:\n1. Cycle it first.\n2. Choose compatible fish for the tank.\n3. Add plants."
         assert not found("2", reply, question="How many fish are in my tank?")
         assert found("2", "I keep 2 fish in my tank.", question="How many fish are in my tank?")
+        # …wherever the numbering falls in the long passage's chunks
+        intro = "Here are some films you might enjoy, each with its year and a short note on why it fits."
+        films = "\n".join(f"{k}. **A film** - a superhero story with a team of heroes and a villain to beat."
+                          for k in range(1, 10))  # fmt: skip
+        assert len(intro + films) > CHUNK_CHARS  # read in chunks
+        question = "How many superhero films did I re-watch?"
+        assert not any(found(str(k), intro + "\n" + films, question=question) for k in range(1, 10))
+        # …but an answer that quotes the numbering with its words holds it ("28. Kg3", a chess move)
+        assert found("28. Kg3", "Your 27. Kg2 Bd5+ was sharp.\n28. Kg3 is what I'd play.")
 
     def test_an_answer_the_question_gives_away_is_unscorable(self):
         text = "I got the Samsung Galaxy S22 in February and the Dell XPS 13 arrived later."
@@ -233,10 +348,10 @@ def _labels() -> list[dict]:
 class TestLabelFile:
     def test_it_holds_ids_and_our_judgement_only(self):
         labels = _labels()
-        assert len(labels) >= 300
+        assert len(labels) >= 500
         assert {tuple(sorted(x)) for x in labels} == {("findable", "note", "probe", "set", "source")}
         assert {x["set"] for x in labels} == {"tuning", "holdout"}
-        assert sum(x["set"] == "holdout" for x in labels) >= 50
+        assert sum(x["set"] == "holdout" for x in labels) >= 180
         assert {x["source"] for x in labels} == {"locomo", "longmemeval"}
         assert len({(x["source"], x["probe"]) for x in labels}) == len(labels)
         # both kinds, in proportions a precision figure means something on
@@ -245,9 +360,17 @@ class TestLabelFile:
         assert max(len(x["note"]) for x in labels) < 120  # notes are ours, short; no quoted dataset text
 
 
+def _counts(pairs) -> tuple[int, int, int]:
+    tp = sum(f.found and x["findable"] for x, f in pairs)
+    fp = sum(f.found and not x["findable"] for x, f in pairs)
+    fn = sum(not f.found and x["findable"] for x, f in pairs)
+    return tp, fp, fn
+
+
 @functools.lru_cache(maxsize=1)
-def _score(real: str) -> tuple[tuple[dict, Finding], ...]:
-    """Each label with the matcher's finding on its probe's evidence (computed once)."""
+def _score(real: str) -> tuple[tuple[dict, Finding, str], ...]:
+    """Each label with the matcher's finding on its probe's evidence and the probe's
+    category (computed once)."""
     importers = pytest.importorskip("harpe_lab.importers")
     from harpe_lab.evaluate import message_passages
 
@@ -259,7 +382,7 @@ def _score(real: str) -> tuple[tuple[dict, Finding], ...]:
         conv = locomo[x["probe"].split(":")[0]] if x["source"] == "locomo" else lme[x["probe"]]
         probe = {p.id: p for p in conv.probes}[x["probe"]]
         finding = Haystack(message_passages(conv, probe.evidence)).find(probe.answer, probe.question)
-        out.append((x, finding))
+        out.append((x, finding, probe.category))
     return tuple(out)
 
 
@@ -274,24 +397,51 @@ class TestLabelledSet:
 
     @pytest.mark.parametrize("which", ["tuning", "holdout"])
     def test_precision_and_recall(self, scored, which):
-        mine = [(x, f) for x, f in scored if x["set"] == which]
-        tp = sum(f.found and x["findable"] for x, f in mine)
-        fp = sum(f.found and not x["findable"] for x, f in mine)
-        fn = sum(not f.found and x["findable"] for x, f in mine)
+        mine = [(x, f) for x, f, _ in scored if x["set"] == which]
+        tp, fp, fn = _counts(mine)
         precision, recall = tp / (tp + fp), tp / (tp + fn)
         print(f"\nfindable matcher on {len(mine)} labelled probes ({which}): precision {precision:.3f}, "
               f"recall {recall:.3f} (tp {tp}, fp {fp}, fn {fn})")  # fmt: skip
-        assert precision >= MIN_PRECISION
-        assert recall >= MIN_RECALL
+        assert precision >= MIN_PRECISION[which]
+        assert recall >= MIN_RECALL[which]
+
+    @pytest.mark.parametrize("which,floors", [("holdout", HOLDOUT_FLOORS), ("tuning", TUNING_FLOORS)])
+    def test_each_category(self, scored, which, floors):
+        by_category: dict[tuple[str, str], list] = {}
+        for x, f, category in scored:
+            if x["set"] == which:
+                by_category.setdefault((x["source"], category), []).append((x, f))
+        print(f"\n{which}: category, n, precision, recall (tp, fp, fn)")
+        for key in sorted(by_category):
+            tp, fp, fn = _counts(by_category[key])
+            p = f"{tp / (tp + fp):.3f}" if tp + fp else "  -  "
+            r = f"{tp / (tp + fn):.3f}" if tp + fn else "  -  "
+            print(f"  {' '.join(key):40} {len(by_category[key]):4d}  {p}  {r}  ({tp}, {fp}, {fn})")
+        for key, (min_p, min_r) in floors.items():
+            tp, fp, fn = _counts(by_category[key])
+            assert tp / (tp + fp) >= min_p and tp / (tp + fn) >= min_r, (key, tp, fp, fn)
+        if which == "holdout":
+            # the two categories the issue is about, each with a held-out half worth a figure
+            assert len(by_category["locomo", "multi-hop"]) >= 29 and len(by_category["locomo", "temporal"]) >= 30
+            for key, most in HOLDOUT_MAX_FALSE_FINDS.items():
+                tp, fp, fn = _counts(by_category[key])
+                assert fp <= most and fn == 0, (key, tp, fp, fn)
 
     def test_what_is_labelled_a_judgement_is_never_found(self, scored):
-        judgements = [(x, f) for x, f in scored if x["note"] in ("a judgement", "a preference rubric")]
+        judgements = [(x, f) for x, f, _ in scored if x["note"] in ("a judgement", "a preference rubric")]
         assert len(judgements) >= 20
         assert not any(f.found for _, f in judgements)
 
+    def test_what_asks_for_an_order_or_a_difference_is_never_found(self, scored):
+        computed = [(x, f) for x, f, _ in scored
+                    if x["note"] in ("an order inferred from dates", "a difference of dates", "a difference")]  # fmt: skip
+        assert len(computed) >= 40
+        assert not any(f.found for x, f in computed if x["set"] == "tuning")
+        # held out, one found: an order asked with "most recently" and no alternatives ("A or B")
+        assert sum(f.found for x, f in computed if x["set"] == "holdout") <= 1
+
     def test_each_source_on_its_own(self, scored):
+        # measured over both sets: LoCoMo 0.977, LongMemEval 0.964
         for source in ("locomo", "longmemeval"):
-            mine = [(x, f) for x, f in scored if x["source"] == source]
-            tp = sum(f.found and x["findable"] for x, f in mine)
-            fp = sum(f.found and not x["findable"] for x, f in mine)
-            assert tp / (tp + fp) >= MIN_PRECISION, source
+            tp, fp, _ = _counts([(x, f) for x, f, _ in scored if x["source"] == source])
+            assert tp / (tp + fp) >= 0.95, source

@@ -65,6 +65,40 @@ _UNSCORABLE = re.compile(
 )
 _LIST_SPLIT = re.compile(r"\s*(?:;|,|\.\s|\band\b|\bor\b|&|/|\n)\s*")
 
+# Questions whose answer no text states, whatever the answer's words: only a judge can tell.
+_JUDGED_QUESTIONS = (
+    # an order of events ("Which happened first, A or B?", "What is the order of …"): the
+    # answer names events the text holds, but their order is inferred from their dates
+    re.compile(r"\b(?:the order of|in (?:what|which|the) order|order (?:in which|from)"
+               r"|from (?:earliest|first|oldest) to (?:latest|last|newest|most recent))\b"),
+    re.compile(r"^(?:which|who|what|did|was|were|do|does|have|had)\b(?=.*\bor\b)"
+               r"(?=.*\b(?:first|earlier|earliest|later|latest|sooner|more recently)\b)"),
+    # a difference or the time elapsed between two events ("how much more …", "how many days
+    # passed between …"): a value computed from two stated ones, which a text states only by
+    # coincidence ("$6" the train fare, for "how much more was the $12 taxi")
+    re.compile(r"\bhow (?:much|many) (?:more|less|fewer|longer|shorter|older|younger)\b"
+               r"|\bdifference (?:in|of) (?:price|cost|age|time|days|weeks|months|years|hours|the number)\b"
+               r"|\b(?:days|weeks|months|years|time) (?:had |have |has )?passed\b|\bpassed between\b"
+               r"|\bhow long (?:had|have|has) (?:i|you|we|they|he|she|it)\b[^?]*\bwhen\b"
+               r"|\bhow (?:long|many \w+)\b[^?]*\bbetween\b[^?]*\band\b"),
+    # an inference ("Would she …?", "What might his degree be?", "… likely …"): LoCoMo's
+    # answers to these are judgements even when they name something the text mentions
+    re.compile(r"^would (?!you\b)|\bwould\b[^?]*\blikely\b|\blikely to be\b"
+               r"|^what\b[^?]*\bmight\b(?! (?:i|you)\b)"),
+)
+
+
+_URL = re.compile(r"https?://\S+|www\.\S+")
+_URL_MASK = re.compile(r"url(\d+)url")
+
+_FRAMING = re.compile(
+    r"^(?:(?:previously|currently|now|nowadays|initially|originally|at first|later|then|first|second|finally"
+    r"|lastly|also|so|in the past|these days|before|after that)\s*|according to\b.*)$"
+)
+
+_RESPELL_MIN = 7
+"""An answer's word this long or longer that no passage holds may be a passage's word with
+one letter dropped (see `Haystack._respell`); shorter ones are too often other words."""
 
 ANCHOR_WORDS = 2
 """How many of the question's content words (all, if it has fewer) must share a passage
@@ -74,6 +108,12 @@ CHUNK_CHARS = 400
 """Long passages (a tool's output, a whole file) are matched in chunks of about this many
 characters — sentences or lines, each chunk overlapping the next by one — so an answer's
 words, or a bare number and the question's words, must be near each other."""
+
+# LoCoMo's shared photos, "[shares a photo: a photo of a woman …]": a caption describes an
+# image in words of its own (woman, group, table, people), so an answer's words must all be
+# in what was said or all in the caption — "transgender" said and "woman" in a caption do not
+# make "transgender woman". (A date or number said is still anchored by the caption's words.)
+_CAPTION = re.compile(r"(?=\[shares a photo:)")
 
 _PIECES = re.compile(r"(?<=[.!?])\s+|\n+")
 
@@ -110,14 +150,21 @@ _LIST_MARKER = re.compile(r"(?m)^[ \t]*\d{1,2}[.)](?=[ \t])|(?<=[.!?:])[ \t]+\d{
 
 class _Prepared:
     """One chunk of a passage as the rules read it; read only, so shared by every haystack
-    that holds the passage."""
+    that holds the passage. ``text`` is the chunk without a list's numbering; ``raw`` the whole
+    passage with it (when it has any), for answers that quote the numbering with words ("28. Kg3")."""
 
-    __slots__ = ("tokens", "joined", "stems", "numbers", "dates", "said")
+    __slots__ = ("tokens", "joined", "raw", "stems", "parts", "numbers", "dates", "said")
 
-    def __init__(self, p: Passage, text: str) -> None:
+    def __init__(self, p: Passage, text: str, raw: str) -> None:
         self.tokens = _tokens(text)
         self.joined = f" {' '.join(self.tokens)} "
-        self.stems = set(_content(self.tokens)) | set(_content(_tokens(p.speaker)))
+        self.raw = raw  # the whole passage's tokens, numbering kept: one string shared by its chunks
+        speaker = set(_content(_tokens(p.speaker)))
+        self.stems = set(_content(self.tokens)) | speaker
+        # what was said and the caption of a photo shared with it, each with the speaker
+        pieces = _CAPTION.split(text)
+        self.parts = (self.stems,) if len(pieces) < 2 else tuple(
+            set(_content(_tokens(x))) | speaker for x in pieces if x.strip())
         self.numbers = {t for t in self.tokens if _is_number(t)}
         folded = " ".join(_fold(text).split())
         facts = _absolute_facts(folded, p.date.year if p.date else None)
@@ -131,7 +178,74 @@ class _Prepared:
 def _prepare(p: Passage) -> tuple[_Prepared, ...]:
     # The haystacks of a replay's requests hold the same messages again and again (and those
     # of the other replays of the conversation too): each is prepared once.
-    return tuple(_Prepared(p, chunk) for chunk in _chunks(_LIST_MARKER.sub(" ", p.text)))
+    stripped = _LIST_MARKER.sub(" ", p.text)
+    raw = f" {' '.join(_tokens(p.text))} " if stripped != p.text else ""
+    return tuple(_Prepared(p, chunk, raw) for chunk in _chunks(stripped))
+
+
+# The answer side is the same for every haystack an answer is looked for in (each request of
+# a replay): what depends on the answer and the question alone is computed once.
+
+
+@lru_cache(maxsize=16_384)
+def _part_words(part: str) -> tuple[tuple[str, ...], frozenset | None]:
+    """A part of an answer: its tokens, and the date it is (None when it is not a date)."""
+    want = _answer_date(part)
+    return tuple(_tokens(part)), (frozenset(want) if want is not None else None)
+
+
+@lru_cache(maxsize=16_384)
+def _content_of(tokens: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(_content(tokens))
+
+
+@lru_cache(maxsize=4_096)
+def _one_letter_more(word: str) -> tuple[tuple[str, str], ...]:
+    """Each word ``word`` is with one letter dropped, and its stem (see `Haystack._respell`)."""
+    out = {}
+    for k in range(len(word) + 1):
+        for c in "abcdefghijklmnopqrstuvwxyz":
+            w = word[:k] + c + word[k:]
+            out[w] = _content([w])[0]
+    return tuple(out.items())
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """How an answer to a question is looked for: ``judged`` when no text can tell, else the
+    question's anchor words, the answer's texts to look for whole, and its list items."""
+
+    judged: bool
+    question: tuple[str, ...] = ()
+    texts: tuple[str, ...] = ()
+    parts: tuple[str, ...] = ()
+
+
+@lru_cache(maxsize=8_192)
+def _plan(answer: str, question: str) -> _Plan:
+    folded = _fold(answer).strip(" .")
+    if not folded or _UNSCORABLE.match(folded) or "not mentioned" in folded:
+        return _Plan(True)
+    a_norm, q_norm = " ".join(_tokens(answer)), f" {' '.join(_tokens(question))} "
+    if question and a_norm and f" {a_norm} " in q_norm:
+        # "Which did I get first, A or B?" -> "A": the question holds the answer; only a judge can tell
+        return _Plan(True)
+    folded_q = " ".join(_fold(question).split())
+    if any(p.search(folded_q) for p in _JUDGED_QUESTIONS):
+        return _Plan(True)
+    q = tuple(s for s in _content(_tokens(question)) if s not in {"when", "date", "time", "day", "year", "month"})
+    # parentheses hold asides and alternatives: look for the answer without them first
+    bare = re.sub(r"\s*\([^)]*\)", "", answer).strip() or answer
+    # a URL's slashes and dots do not separate items: split around it, keep it whole
+    urls = _URL.findall(bare)
+    masked = _URL.sub(lambda m: f" url{urls.index(m.group(0))}url ", bare)
+    pieces = (x.strip(" .") for x in _LIST_SPLIT.split(masked))
+    parts = [_URL_MASK.sub(lambda m: urls[int(m.group(1))], p) for p in pieces if p and _tokens(p)]
+    parts = [p for p in parts if _content(_tokens(p)) or any(_is_number(t) for t in _tokens(p))]
+    # "Previously, …; currently, …", "According to Borges, …": words that frame the items
+    # of an answer are not items of it
+    parts = [p for p in parts if not _FRAMING.match(_fold(p))] or parts
+    return _Plan(False, q, tuple(dict.fromkeys((answer, bare))), tuple(parts))
 
 
 class Haystack:
@@ -170,11 +284,26 @@ class Haystack:
         stems = self._prepared[i].stems
         return sum(s in stems for s in question) >= min(ANCHOR_WORDS, len(question))
 
+    def _respell(self, tokens: tuple[str, ...]) -> tuple[str, ...]:
+        """The answer's words as the passages spell them, where the answer drops a letter of
+        a long word no passage holds as written ("metoring", "funraiser", "educaton": typos
+        of the answer keys). Only when one word, and one only, of the passages fits."""
+        out = list(tokens)
+        for k, t in enumerate(tokens):
+            if len(t) >= _RESPELL_MIN and t.isalpha():
+                stem = _content_of((t,))
+                if stem and stem[0] not in self._by_stem:
+                    fits = {s: w for w, s in _one_letter_more(t) if s in self._by_stem}
+                    if len(fits) == 1:
+                        out[k] = next(iter(fits.values()))
+        return tuple(out)
+
     def _find_part(self, part: str, question: Sequence[str], words: bool = True) -> tuple[str, int] | None:
-        tokens = _tokens(part)
+        tokens, want = _part_words(part)
+        tokens = self._respell(tokens)
         if not tokens:
             return None
-        content = _content(tokens)
+        content = _content_of(tokens)
         numbers = [t for t in tokens if _is_number(t)]
         bare = not content  # only numbers (and stop words): anchor on the question
         # a date
@@ -200,7 +329,9 @@ class Haystack:
             pool_list = range(len(self._prepared))
         for i in pool_list:
             p = self._prepared[i]
-            if needle in p.joined and (not (bare or want) or self._anchored(i, question)):
+            if (needle in p.joined or (content and numbers and needle in p.raw)) and (
+                not (bare or want) or self._anchored(i, question)
+            ):
                 return "phrase", self._owners[i]
         if want is not None or not content or not words:
             return None
@@ -213,7 +344,10 @@ class Haystack:
         for i in sorted(hits, key=lambda i: (-hits[i], i)):
             if hits[i] < need:
                 break
-            if all(n in self._prepared[i].numbers for n in numbers) and _units_follow(tokens, self._prepared[i].tokens):
+            p = self._prepared[i]
+            if len(p.parts) > 1 and max(sum(s in piece for s in content) for piece in p.parts) < need:
+                continue
+            if all(n in p.numbers for n in numbers) and _units_follow(tokens, p.tokens):
                 return "words", self._owners[i]
         return None
 
@@ -229,24 +363,17 @@ class Haystack:
         return finding
 
     def _find(self, answer: str, question: str) -> Finding:
-        folded = _fold(answer).strip(" .")
-        if not folded or _UNSCORABLE.match(folded) or "not mentioned" in folded:
+        plan = _plan(answer, question)
+        if plan.judged:
             return Finding(False, "unscorable", (answer,), (answer,))
-        a_norm, q_norm = " ".join(_tokens(answer)), f" {' '.join(_tokens(question))} "
-        if question and a_norm and f" {a_norm} " in q_norm:
-            # "Which did I get first, A or B?" -> "A": the question holds the answer; only a judge can tell
-            return Finding(False, "unscorable", (answer,), (answer,))
-        q = [s for s in _content(_tokens(question)) if s not in {"when", "date", "time", "day", "year", "month"}]
-        # parentheses hold asides and alternatives: look for the answer without them first
-        bare = re.sub(r"\s*\([^)]*\)", "", answer).strip() or answer
-        parts = [p for p in (x.strip(" .") for x in _LIST_SPLIT.split(bare)) if p and _tokens(p)]
-        parts = [p for p in parts if _content(_tokens(p)) or any(_is_number(t) for t in _tokens(p))]
-        for text in dict.fromkeys((answer, bare)):
+        q, parts = plan.question, plan.parts
+        for text in plan.texts:
             # a list is found whole only word for word: recall over its words could skip an item
             hit = self._find_part(text, q, words=len(parts) < 2)
             if hit:
                 return Finding(True, hit[0], (text,), (), (hit[1],))
         if len(parts) < 2:
+            bare = plan.texts[-1]  # without its parentheses
             return Finding(False, "none", (bare,), (bare,))
         found, missing = [], []
         for p in parts:

@@ -91,7 +91,12 @@ def normalize_text(text: str) -> str:
 
 
 def _stem(w: str) -> str:
-    """A light suffix stemmer, the same on both sides: plurals, -ing, -ed, a final e."""
+    """A light suffix stemmer, the same on both sides: plurals, -ing, -ed, a final e, and
+    -ship ("mentorship" is a mentor's as "mentoring" is, "friendships" a friend's)."""
+    if len(w) > 9 and w.endswith("ships"):
+        w = w[:-1]
+    if len(w) > 8 and w.endswith("ship"):
+        w = w[:-4]
     if len(w) > 4 and w.endswith("ies"):
         w = w[:-3] + "y"
     elif len(w) > 3 and w.endswith("s") and not w.endswith(("ss", "us", "is")):
@@ -127,12 +132,37 @@ def _units_follow(answer: list[str], passage: list[str]) -> bool:
     return True
 
 
+# One word for the same thing, each side, before stemming: informal and plural kin words ("my
+# mom" states "her mother"), chat abbreviations ("for my biz") and irregular past forms ("I
+# led 4 engineers" states "I lead 4 engineers"); the suffix stemmer cannot see these.
+_LEMMAS = {
+    "mom": "mother", "moms": "mother", "mum": "mother", "mums": "mother", "mommy": "mother", "mama": "mother",
+    "dad": "father", "dads": "father", "daddy": "father", "papa": "father",
+    "grandma": "grandmother", "granny": "grandmother", "grandpa": "grandfather",
+    "kid": "child", "kids": "child", "children": "child", "hubby": "husband",
+    "biz": "business", "bday": "birthday", "pic": "picture", "pics": "picture", "vid": "video", "vids": "video",
+    "fav": "favorite", "fave": "favorite", "favourite": "favorite", "convo": "conversation",
+}
+_IRREGULAR = """
+bought:buy brought:bring built:build caught:catch taught:teach sold:sell told:tell held:hold kept:keep
+slept:sleep spent:spend sent:send lent:lend paid:pay heard:hear felt:feel left:leave lost:lose met:meet
+led:lead fed:feed won:win found:find sat:sit stood:stand understood:understand made:make
+went:go gone:go came:come became:become ran:run began:begin begun:begin took:take taken:take
+gave:give given:give saw:see seen:see wrote:write written:write drove:drive driven:drive ate:eat
+eaten:eat grew:grow grown:grow knew:know known:know sang:sing sung:sing swam:swim flew:fly flown:fly
+drawn:draw chose:choose chosen:choose wore:wear worn:wear broke:break broken:break
+fallen:fall forgot:forget forgotten:forget rode:ride ridden:ride threw:throw thrown:throw
+woke:wake spoke:speak spoken:speak hung:hang dug:dig
+"""
+_LEMMAS.update(pair.split(":") for pair in _IRREGULAR.split())  # type: ignore[misc]
+
+
 def _content(tokens: Iterable[str]) -> list[str]:
     seen: list[str] = []
     for t in tokens:
         if _is_number(t) or t in _STOPWORDS or len(t) < 2:
             continue
-        s = _stem(t)
+        s = _stem(_LEMMAS.get(t, t))
         if s not in seen:
             seen.append(s)
     return seen
