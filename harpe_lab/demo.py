@@ -146,6 +146,29 @@ def _measure_lines(m: Any, conversation: Any) -> list[str]:
     return lines
 
 
+def _summarizer_failures() -> Any:
+    """Every distilling preset under a summarizer that fails five ways: what it does, in red
+    where history is lost, and where that differs from its source."""
+    from .evaluate import LOSING_OUTCOMES, failing_summarizer_table
+    from .report import ReportSection
+
+    table = failing_summarizer_table()
+    shown = table.assign(outcome=[o if same else f"{o} (source: {src})" for o, same, src in
+                                  zip(table["outcome"], table["matches_source"], table["source_outcome"])])
+    grid = shown.pivot(index="preset", columns="failure", values="outcome").reset_index()
+    grid = grid[["preset", *[f for f in ("raises", "none", "empty", "error", "inflated") if f in grid.columns]]]
+    grid.columns = ["strategy", "summarizer raises", "returns None", "returns \"\"", "returns an error message",
+                    "returns more than given"][: len(grid.columns)]
+    return ReportSection(
+        "When the summarizer fails",
+        "Each preset that calls a summarizer, replayed with one that fails its first three calls in each way, then "
+        "works: keeps (the history waits for the next try), drops (history gone, nothing in its place), error "
+        "summary (the error text sent as the summary), inflated (the request grew), falls back (cut without a "
+        "summary), raises (the replay stops). In red: history lost — each such row is its source's own behaviour "
+        "unless it says otherwise (docs/strategies.md, 'When the summarizer fails').",
+        tables=[("Outcome per preset and failure", grid)], flagged=frozenset(LOSING_OUTCOMES), folded=True)
+
+
 def _describe(conversation: Any) -> str:
     meta = conversation.metadata
     s = conversation.summary()
@@ -303,12 +326,13 @@ def run_demo(out: str | Path = "out/report", *, fractions: tuple[float, ...] = D
         "labelled by the name alone (as harpe-lab replay --strategy NAME runs them).",
         bullets=[("Presets", [_preset_line(get_preset(name)) for name in strategies])],
     )
+    health = _summarizer_failures()
     what = " and ".join(w for w, given in (("the bundled datasets", datasets), ("your recordings", conversations))
                         if given)  # fmt: skip
     priced = {"auto": f"each call priced by the model the recording names for it ({DEMO_PRICING} where it names "
                       "none)", None: "no pricing (costs are –)"}.get(pricing, f"costs at {pricing} prices")
     index = write_report(
-        out, f"harpe_lab demo: context strategies on {what}", [answer, legend, *sections, presets, first],
+        out, f"harpe_lab demo: context strategies on {what}", [answer, legend, *sections, presets, health, first],
         intro=f"Budgets are {', '.join(f'{f:.0%}' for f in fractions)} of each dataset's largest full-history "
               f"request, set on each preset's budget knob; each conversation measured as harpe-lab replay measures "
               f"it — counts calibrated on the recording's provider usage where it has some, the tokenizer's "

@@ -198,12 +198,14 @@ def format_frame(frame: Any, columns: Sequence[str] | None = None) -> Any:
 
 
 def table_html(frame: Any, columns: Sequence[str] | None = None, *, classes: str = "harpe-table",
-               span: str | None = None, clean: Callable[[str], str] = str) -> str:
+               span: str | None = None, clean: Callable[[str], str] = str,
+               flagged: frozenset[str] = frozenset()) -> str:
     """``frame`` as an escaped HTML table in the shared number format; each header carries
     its glossary definition as a tooltip when it has one. A row whose ``span`` column holds
     text (an error, say) shows that text across every column after the first instead of its
     values; ``span`` is not a column of its own. ``clean`` is applied to every cell's text
-    before it is escaped (the report's redaction)."""
+    before it is escaped (the report's redaction); a cell whose text is in ``flagged`` is
+    shown in red."""
     cols = [c for c in (columns or list(frame.columns)) if c in frame.columns and c != span]
     shown = format_frame(frame, cols)
     defs = dict(GLOSSARY)
@@ -227,15 +229,17 @@ def table_html(frame: Any, columns: Sequence[str] | None = None, *, classes: str
             cells = _cell(cols[0], clean(str(row.iloc[0]))) + (f"<td class='text span' colspan='{len(cols) - 1}'>"
                                                               f"{html.escape(clean(text))}</td>")  # fmt: skip
         else:
-            cells = "".join(_cell(c, clean(str(v))) for c, v in zip(cols, row))
+            cells = "".join(_cell(c, clean(str(v)), str(v).split(" (")[0] in flagged) for c, v in zip(cols, row))
         rows.append(f"<tr>{cells}</tr>")
     return (f"<table class='{html.escape(classes, quote=True)}'><thead><tr>{''.join(head)}</tr></thead>"
             f"<tbody>{''.join(rows)}</tbody></table>")  # fmt: skip
 
 
-def _cell(column: str, text: Any) -> str:
+def _cell(column: str, text: Any, flagged: bool = False) -> str:
     """One escaped cell; a strategy label may break after its ``@``, free text anywhere."""
     body = html.escape(str(text))
+    if flagged:
+        return f"<td class='loss'>{body}</td>"
     if column == "strategy":
         return f"<td>{body.replace('@', '@<wbr>')}</td>"
     if column in _TEXT:
@@ -430,6 +434,7 @@ td { font-variant-numeric: tabular-nums; }
 td:first-child, th:first-child { text-align: left; }
 td.text { text-align: left; overflow-wrap: anywhere; min-width: 12rem; }
 td.free { text-align: left; }
+td.loss { color: #b00020; font-weight: 600; text-align: left; }
 img { max-width: 100%; border: 1px solid #eee; margin: 0.5rem 0; }
 .note { color: #555; font-size: 0.9rem; }
 ul.limits li { margin: 0.2rem 0; }
@@ -453,6 +458,8 @@ class ReportSection:
     """(caption, lines of text) pairs, shown as lists."""
     folded: bool = False
     """Shown closed (a ``<details>``), for the long lists a reader opens when needed."""
+    flagged: frozenset[str] = frozenset()
+    """Cell texts shown in red in this section's tables (e.g. an outcome that loses history)."""
 
 
 def write_report(folder: str | Path, title: str, sections: Sequence[ReportSection], *, intro: str = "",
@@ -487,7 +494,7 @@ def write_report(folder: str | Path, title: str, sections: Sequence[ReportSectio
             body.append(f"<ul class='limits'>{items}</ul>")
         for caption, frame, *span in s.tables:
             body.append(f"<h3>{esc(caption)}</h3>")
-            body.append(f"<div class='table'>{table_html(frame, span=span[0] if span else None, clean=tally)}</div>")
+            body.append(f"<div class='table'>{table_html(frame, span=span[0] if span else None, clean=tally, flagged=s.flagged)}</div>")
         for caption, name in s.images:
             body.append(
                 f"<figure><img src='{html.escape(name, quote=True)}' alt='{esc(caption, quote=True)}'>"

@@ -49,6 +49,10 @@ from ._answers import ANSWER_COLUMNS, ANSWER_PROMPT, JUDGE_SYSTEM, answer_f1, an
 from ._artifacts import artifact_retention
 from ._compare import (BUDGET_SLACK, COMPARE_COLUMNS, COMPARE_MEANINGS, HEADLINE, budget_fit, compare,
                        rank_at_budget)
+from ._health import (ERROR_TEXT, FAILURE_KNOBS, FAILURE_OUTCOMES, FAILURE_TABLE_COLUMNS, HEALTH_COLUMNS,
+                      LOSING_OUTCOMES, MIN_SUMMARY_TOKENS, SOURCE_BEHAVIOUR, SUMMARIZER_FAILURES, FailingDistiller,
+                      FailureOutcome, SourceBehaviour, compaction_health, failing_summarizer_table,
+                      failure_conversation, failure_outcome, health_frame)
 from ._instructions import instructions_kept, instructions_totals, session_instructions
 from ._needs import (LOST_COLUMNS, NEEDS_COLUMNS, Need, lost_needs, needed_next, needs_totals, references,
                      session_needs)
@@ -92,4 +96,21 @@ __all__ = [
     "instructions_kept",
     "instructions_totals",
     "session_instructions",
+    "compaction_health",
+    "health_frame",
+    "HEALTH_COLUMNS",
+    "MIN_SUMMARY_TOKENS",
+    "failing_summarizer_table",
+    "FailingDistiller",
+    "failure_conversation",
+    "failure_outcome",
+    "FailureOutcome",
+    "SUMMARIZER_FAILURES",
+    "FAILURE_OUTCOMES",
+    "LOSING_OUTCOMES",
+    "ERROR_TEXT",
+    "SourceBehaviour",
+    "SOURCE_BEHAVIOUR",
+    "FAILURE_KNOBS",
+    "FAILURE_TABLE_COLUMNS",
 ]

@@ -27,6 +27,7 @@ from ._answers import judge_agreement
 from ._artifacts import _as_text, _Held, _retention
 from ._passages import _message_by_id, _rendered_text
 from ._probes import _probe_frame, _probes
+from ._health import compaction_health
 from ._instructions import instructions_totals
 from ._needs import needs_totals
 from ._retention import _retention_rows
@@ -96,6 +97,10 @@ COMPARE_MEANINGS: Mapping[str, str] = {
     "instructions_verbatim_share": "Over the requests after each instruction, the share where it was sent verbatim.",
     "instructions_kept_share": "The same, verbatim or paraphrased in the summary (most of its content words).",
     "instructions_lost": "Instruction-requests where the instruction was neither sent nor in the summary.",
+    "inflations": "Requests where a summary was made that were not smaller than the request before them: a "
+                  "compaction that did not shrink what was sent (compaction_health).",
+    "short_summaries": "Requests where a summary was made from fewer than 50 tokens of summarizer output.",
+    "distill_fallbacks": "Times the summarizer gave no summary and said why (DistillFallback events).",
     "answer_accuracy": "Mean context_correct of the answers given (answer_probes): the model's answers under this "
                        "strategy; NaN without answers.",
     "answer_accuracy_full": "Mean full_correct of the same answers: under the full history.",
@@ -217,6 +222,8 @@ def compare(
             row[f"artifacts_{c}"] = ret[c]
         row.update(needs_totals(rp))
         row.update(instructions_totals(rp))
+        health = compaction_health(rp)
+        row.update({k: len(health[k]) for k in ("inflations", "short_summaries", "distill_fallbacks")})
         row["answer_accuracy"] = row["answer_accuracy_full"] = row["answer_retention"] = math.nan
         row["judge_agreement"] = math.nan
         if answers is not None and len(answers):

@@ -33,10 +33,27 @@ checked"; ``tests/test_claude_code_compact.py``): driven with the usage Claude C
 recorded, the first compaction happens at the recorded model call with the recorded
 ``preTokens``; replayed with a counter calibrated on each session, within one call of it.
 
+* a failed compaction — ``services/compact/compact.ts`` (``compactConversation``) and
+  ``autoCompact.ts`` (``autoCompactIfNeeded``), read in the source restored from Claude Code
+  2.1.88's published source map (Jayleonc/claude-code-source-code @83fba929): a summary
+  response without text throws ``"Failed to generate conversation summary - response did
+  not contain valid text content"``, one that begins with Claude Code's API error prefix
+  (``startsWithApiErrorPrefix``: ``"API Error"``, or ``"Please run /login · API Error"``)
+  throws it, and ``autoCompactIfNeeded`` catches whatever ``compactConversation`` throws,
+  logs it and returns ``wasCompacted: false``: the history is kept as it was and the next
+  check (the next model call) tries again. After ``MAX_CONSECUTIVE_AUTOCOMPACT_FAILURES = 3``
+  failures in a row it stops trying: the count lives in the query loop's state, which
+  starts afresh with every user turn, and a success resets it (`AutoCompact.max_failures`).
+  Here a distiller that raises (anything but `StrategyError`, the lab's own misuse error),
+  returns ``None`` or ``""``, or writes a text with that prefix is such a failure, reported
+  as `AutoCompactFailed`. Claude Code checks nothing else: any other text, an error message
+  in other words or a summary longer than the history, becomes the summary.
+
 Not modelled: the files, plan and todo list Claude Code re-attaches after a compaction (up
 to five recently read files; the recordings do not hold them); the transcript-path
 sentence Claude Code adds to the summary (it names a file on the recording machine);
-microcompaction of old tool results; failure retries. The summary comes from the distiller
+microcompaction of old tool results; the compaction request's own retries (on "prompt is
+too long" it drops the oldest rounds and asks again). The summary comes from the distiller
 given (Harpe's distill request, with `COMPACT_SYSTEM`); a text that already begins with
 `CONTINUATION_HEAD` — one of Claude Code's own, through ``RecordedDistiller`` — is sent as
 it is.
@@ -58,9 +75,12 @@ __all__ = [
     "AutoCompact",
     "AutoCompactContext",
     "AutoCompacted",
+    "AutoCompactFailed",
     "CONTEXT_WINDOW",
     "SUMMARY_OUTPUT_RESERVE",
     "AUTOCOMPACT_BUFFER",
+    "MAX_CONSECUTIVE_FAILURES",
+    "API_ERROR_PREFIXES",
     "CONTINUATION_HEAD",
     "CONTINUATION_TAIL",
     "COMPACT_SYSTEM",
@@ -74,6 +94,12 @@ SUMMARY_OUTPUT_RESERVE = 20_000
 the smaller of this and the model's max output tokens)."""
 AUTOCOMPACT_BUFFER = 13_000
 """``AUTOCOMPACT_BUFFER_TOKENS``: the margin below the effective window."""
+MAX_CONSECUTIVE_FAILURES = 3
+"""``MAX_CONSECUTIVE_AUTOCOMPACT_FAILURES``: failed compactions in a row, in one user turn,
+after which Claude Code stops trying until the next turn."""
+API_ERROR_PREFIXES = ("API Error", "Please run /login · API Error")
+"""What a summary Claude Code refuses begins with (``startsWithApiErrorPrefix``): the text its
+API layer writes in place of a reply when a call fails."""
 
 CONTINUATION_HEAD = (
     "This session is being continued from a previous conversation that ran out of context. "
@@ -115,6 +141,21 @@ class AutoCompacted:
     threshold: int
 
 
+@dataclass(frozen=True)
+class AutoCompactFailed:
+    """Event: a compaction failed and the history was kept as it was. ``reason`` is
+    ``"raised"`` (the distiller raised; ``detail`` names the error), ``"none"`` (the distiller
+    gave no summary), ``"empty"`` (an empty summary, which Claude Code refuses) or
+    ``"api_error"`` (a summary beginning with Claude Code's API error prefix); ``failures``
+    counts the failures in a row in this turn, and once it reaches ``limit`` no compaction is
+    tried until the next turn (``limit`` ``None``: no such limit)."""
+
+    reason: str
+    detail: str
+    failures: int
+    limit: int | None
+
+
 @dataclass(frozen=True, kw_only=True)
 class AutoCompact:
     """Claude Code's auto-compact configuration: compact once the count reaches
@@ -128,10 +169,16 @@ class AutoCompact:
     """The model's context window, in tokens."""
     reserve: int = SUMMARY_OUTPUT_RESERVE + AUTOCOMPACT_BUFFER
     """Tokens below the window where compaction fires."""
+    max_failures: int | None = MAX_CONSECUTIVE_FAILURES
+    """Failed compactions in a row, in one turn, after which no compaction is tried until the
+    next turn (``None``: try at every check, as Claude Code did before this circuit breaker
+    came, in March 2026)."""
 
     def __post_init__(self) -> None:
         check_int("context_window", self.context_window, 1)
         check_int("reserve", self.reserve, 0)
+        if self.max_failures is not None:
+            check_int("max_failures", self.max_failures, 1)
         if self.reserve >= self.context_window:
             raise StrategyError(
                 f"reserve must be below context_window ({self.context_window:,}), got {self.reserve:,}: "
@@ -163,9 +210,12 @@ class AutoCompactContext:
     and after every tool round) the count is the last observed usage (input plus output
     tokens) plus `_rough` of every message appended after that reply; at or above the
     threshold, the whole transcript — the current turn's messages too — is handed to the
-    distiller and replaced by one `UserInput` holding `continuation` of its reply. A
-    distiller returning ``None`` leaves everything as it was. Each compaction reports
-    `AutoCompacted`, `ContextCompacted` and, through `MeteredDistill`, `DistillCall`.
+    distiller and replaced by one `UserInput` holding `continuation` of its reply. A failed
+    compaction (the distiller raises, returns ``None`` or ``""``, or writes Claude Code's API
+    error text) leaves everything as it was and reports `AutoCompactFailed`; after
+    ``config.max_failures`` of them in a row, none is tried until the next turn. Each
+    compaction reports `AutoCompacted`, `ContextCompacted` and, through `MeteredDistill`,
+    `DistillCall`.
     """
 
     def __init__(self, base_system: str, config: AutoCompact, *, distill: Distill,
@@ -186,6 +236,7 @@ class AutoCompactContext:
         self._marked: tuple = ([], 0, None, 0, "", False)
         self._turn_input: UserInput | None = None
         self._continues = True  # the list only grew since the last request (no abort)
+        self._failures = 0  # failed compactions in a row in this turn (Claude Code's circuit breaker)
 
     @property
     def limit(self) -> Limit:
@@ -227,6 +278,7 @@ class AutoCompactContext:
         self._marked = (self._transcript, len(self._transcript), self._reported, self._since, self._summary,
                         self._fresh)
         self._turn_input = input
+        self._failures = 0  # the query loop's tracking starts afresh with each user turn
         self.append(input)
 
     def append(self, message: Message) -> None:
@@ -243,8 +295,11 @@ class AutoCompactContext:
 
     def compact(self) -> Compaction:
         count = self.tokens
-        # right after a compaction nothing is left to fold but the summary itself
-        compacted = count >= self.config.threshold and not self._fresh and self._compact(count)
+        # right after a compaction nothing is left to fold but the summary itself; after too
+        # many failures in a row Claude Code's circuit breaker skips the attempt
+        limit = self.config.max_failures
+        compacted = (count >= self.config.threshold and not self._fresh
+                     and (limit is None or self._failures < limit) and self._compact(count))
         # unless a compaction or an abort replaced the list, the request is the last one
         # followed by what was appended since; its tuple is built only when read
         edits = () if self._continues and not compacted else None
@@ -254,11 +309,22 @@ class AutoCompactContext:
     def _compact(self, count: int) -> bool:
         folded = self._transcript
         request = Rendered(COMPACT_SYSTEM, (UserInput(distill_request(folded, "")),))
-        text = self._distill(request)
+        try:
+            text = self._distill(request)
+        except StrategyError:
+            raise  # the lab's own misuse error (a distiller told to raise when it runs out, ...)
+        except Exception as error:  # autoCompactIfNeeded catches whatever compactConversation throws
+            return self._failed("raised", f"{type(error).__name__}: {error}")
         if text is None:
-            return False
+            return self._failed("none", "the distiller gave no summary")
         if not isinstance(text, str):
             raise StrategyError(f"distill must return a str or None, got {type(text).__name__}")
+        if not text:
+            return self._failed("empty", "Failed to generate conversation summary - response did not contain valid "
+                                         "text content")
+        if text.startswith(API_ERROR_PREFIXES):
+            return self._failed("api_error", text[:200])
+        self._failures = 0
         self._summary = text
         message = UserInput(continuation(text))
         self._transcript = [message]
@@ -268,6 +334,12 @@ class AutoCompactContext:
         self._events.emit(AutoCompacted(count, self.config.threshold))
         self._events.emit(ContextCompacted(len(folded)))
         return True
+
+    def _failed(self, reason: str, detail: str) -> bool:
+        """A failed compaction: the history stays as it was; Claude Code logs it and counts it."""
+        self._failures += 1
+        self._events.emit(AutoCompactFailed(reason, detail, self._failures, self.config.max_failures))
+        return False
 
     def commit_turn(self) -> None:
         self._turn_input = None

@@ -48,11 +48,21 @@ trim_tokens_to_summarize=)``, run in ``before_model`` before every model call:
   kept list starts at a user message), formatted by ``get_buffer_string(format="xml")`` into
   LangChain's ``DEFAULT_SUMMARY_PROMPT`` (or ``summary_prompt``). The distiller receives that
   prompt as one user message, ``Rendered("", (UserInput(prompt),))``, as LangChain's model
-  does; its reply, stripped, is the summary (``None`` is read as an empty reply: LangChain
-  has no "not this time"). When nothing is left after trimming (no user message among the
-  newest units, as in a long agent turn) the summary is ``"Previous conversation was too
-  long to summarize."`` and no one is called: the folded messages are dropped, and the
-  frame counts them so (not *summarized*).
+  does; its reply, stripped, is the summary — an empty one too: LangChain folds the history
+  into ``"Here is a summary of the conversation to date:\\n\\n"`` and nothing else
+  (``_create_summary`` returns ``response.text.strip()``). When nothing is left after
+  trimming (no user message among the newest units, as in a long agent turn) the summary is
+  ``"Previous conversation was too long to summarize."`` and no one is called: the folded
+  messages are dropped, and the frame counts them so (not *summarized*).
+* a failed summary call: since langchain-ai/langchain#39268 (in 1.5.2) LangChain retries it
+  (``with_retry``, `SUMMARY_ATTEMPTS` = 3 attempts, without the waits between them here) and
+  then lets the error propagate from ``before_model``: the agent's run stops, its state
+  untouched. A distiller that raises three times running does the same here (the replay
+  stops). Before that fix the error's text became the summary and the history was
+  deleted (#38867). A distiller's ``None`` — the lab's "no summary this time", what
+  ``LLMDistiller(on_error="skip")`` returns for a failed call — folds nothing: the state
+  stays, and the next model call tries again, as a run that LangChain's error stopped would
+  when started again.
 * the state becomes one *user* message, ``"Here is a summary of the conversation to
   date:\\n\\n" + summary`` (LangChain's ``HumanMessage``, first), then the kept units. The
   state is what the next request starts from: the summary message is itself summarized by the
@@ -80,7 +90,8 @@ from __future__ import annotations
 
 from ..clearing import DEFAULT_PLACEHOLDER
 from ._clearing import ClearToolUsesEdit
-from ._summarization import DEFAULT_SUMMARY_PROMPT, SUMMARY_PREFIX, Summarization, SummarizationContext
+from ._summarization import (DEFAULT_SUMMARY_PROMPT, SUMMARY_ATTEMPTS, SUMMARY_PREFIX, Summarization,
+                             SummarizationContext)
 from ._units import Splitter, Unit, buffer_xml, regroup, safe_cutoff, trim_last, units_of
 __all__ = [
     "Summarization",
@@ -88,6 +99,7 @@ __all__ = [
     "ClearToolUsesEdit",
     "DEFAULT_SUMMARY_PROMPT",
     "SUMMARY_PREFIX",
+    "SUMMARY_ATTEMPTS",
     "DEFAULT_PLACEHOLDER",
     "Unit",
     "units_of",

@@ -67,6 +67,10 @@ Messages to summarize:
 </messages>"""  # noqa: E501
 """LangChain 1.5.2's ``DEFAULT_SUMMARY_PROMPT``, word for word (a test compares them)."""
 
+SUMMARY_ATTEMPTS = 3
+"""LangChain calls its summary model ``with_retry``: three attempts in all, the error of the
+last one propagating (langchain-ai/langchain#39268)."""
+
 _KINDS = ("tokens", "messages", "fraction")
 _DEFAULT_KEEP = ("messages", 20)
 _DEFAULT_TRIM = 4000
@@ -351,12 +355,29 @@ class SummarizationContext(_UnitLifecycle):
         """LangChain's ``token_counter``: the replay's counter on the units alone."""
         return int(self.counter.count_rendered(Rendered("", tuple(units))))
 
-    def _summary(self, folded: Sequence[Message]) -> str | None:
+    def _summary(self, folded: Sequence[Message]) -> tuple[str, bool] | None:
+        """``(summary of folded, whether the summarizer was called)``: `TOO_LONG` without a
+        call when the summarizer would see nothing, else its reply, stripped — an empty one
+        too, as LangChain takes it. ``None`` when the distiller gave none ("not this time":
+        nothing is folded)."""
         prompt = self.config.prompt(folded, self.count, count_text=self._count_text)
         if prompt is None:
+            return TOO_LONG, False
+        request = Rendered("", (UserInput(prompt),))
+        for attempt in range(SUMMARY_ATTEMPTS):
+            try:
+                reply = self._distill(request)
+                break
+            except StrategyError:
+                raise  # the lab's own misuse error, not a failed call
+            except Exception:
+                if attempt + 1 == SUMMARY_ATTEMPTS:
+                    raise  # before_model lets it propagate: the run stops, the state untouched
+        if reply is None:
             return None
-        reply = self._distill(Rendered("", (UserInput(prompt),)))
-        return (reply or "").strip()
+        if not isinstance(reply, str):
+            raise StrategyError(f"distill must return a str or None, got {type(reply).__name__}")
+        return reply.strip(), True
 
     def _state_tokens(self) -> int:
         """``count(self._state)``. With a counter that prices a request by its parts, kept as
@@ -378,12 +399,14 @@ class SummarizationContext(_UnitLifecycle):
             cut = self.config.cutoff(state, self.count)
             if cut > 0:
                 folded, kept = state[:cut], state[cut:]
-                text = self._summary(folded)
-                self._state = [UserInput(SUMMARY_PREFIX + (TOO_LONG if text is None else text)), *kept]
-                self.folds += 1
-                if text is not None:
-                    # without a distill call the folded messages are dropped, not summarized
-                    self._events.emit(ContextCompacted(len(regroup(self._pairs(folded)))))
+                summary = self._summary(folded)
+                if summary is not None:  # None: the state stays, and the next model call tries again
+                    text, called = summary
+                    self._state = [UserInput(SUMMARY_PREFIX + text), *kept]
+                    self.folds += 1
+                    if called:
+                        # without a distill call the folded messages are dropped, not summarized
+                        self._events.emit(ContextCompacted(len(regroup(self._pairs(folded)))))
         return self._regrouped()
 
     def _regrouped(self) -> tuple[Message, ...]:
