@@ -39,9 +39,9 @@ from __future__ import annotations
 import math
 import re
 import shlex
+import weakref
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
-from weakref import WeakKeyDictionary
 
 from ..messages import AssistantMessage, Message, ToolResults, UserInput
 
@@ -182,16 +182,21 @@ def _message_text(message: Message) -> str:
     return str(getattr(message, "text", ""))
 
 
-_CACHE: "WeakKeyDictionary[Any, tuple[Need, ...]]" = WeakKeyDictionary()
+_CACHE: dict[int, tuple[Any, tuple[Need, ...]]] = {}  # id(conversation) -> (a weak reference to it, its needs)
+
+
+def _forget(key: int) -> Any:
+    return lambda _: _CACHE.pop(key, None)
 
 
 def session_needs(conversation: Any) -> tuple[Need, ...]:
     """Every need of the session: for each request with a recorded reply, each reference of
     that reply that occurred earlier (strategy-independent, computed once per conversation)."""
-    try:
-        return _CACHE[conversation]
-    except (KeyError, TypeError):
-        pass
+    # by identity: a Conversation is not hashable (its metadata is a mapping); replays of one
+    # conversation share it, so the needs are found once
+    cached = _CACHE.get(id(conversation))
+    if cached is not None and cached[0]() is conversation:
+        return cached[1]
     from ..recorded import _requests
 
     turns = conversation.turns
@@ -218,10 +223,8 @@ def session_needs(conversation: Any) -> tuple[Need, ...]:
             if holders:
                 out.append(Need(i, ref, kind, holders))
     result = tuple(out)
-    try:
-        _CACHE[conversation] = result
-    except TypeError:
-        pass
+    key = id(conversation)
+    _CACHE[key] = (weakref.ref(conversation, _forget(key)), result)
     return result
 
 
