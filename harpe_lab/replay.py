@@ -55,10 +55,14 @@ The TTL is measured on the recording's request times (a turn's ``metadata["reque
 one per reply, seconds since the epoch, as `harpe_lab.importers.load_claude_code` records
 them), from the last request that has one; without them nothing expires. A request the
 recording's agent sent with its cached messages invalidated (``metadata["cache_resets"]``,
-the indices of such replies in the turn) reads only the system prompt and tools. The first
+the indices of such replies in the turn) reads only the system prompt and tools — and, when
+the recording's first call read part of them from the cache, only that part. The first
 request reads what the recording's first call read from the cache, up to the system prompt
 and tools: an agent's earlier sessions leave its own prefix cached (Claude Code's first call
-reads 11–18k of its ~26k fixed tokens), and that is the state every strategy starts from.
+reads 11–18k of its ~26k fixed tokens: the built-in tools and the fixed part of its system
+prompt; its MCP tools and the session's own lines come after), and that is the state every
+strategy starts from. An invalidation keeps the same shared prefix (after ``/mcp``
+reconnected its servers, the recorded call read 18,014 where the first had read 17,915).
 """
 
 from __future__ import annotations
@@ -527,6 +531,8 @@ def replay(
                 same_model = model == prev_model
                 same_fixed = fixed - REPLY_PRIMING if prev is not None and prev[0] == system and same_model else 0
                 extends = prev is not None and not compacted and step not in resets and same_model
+                if step in resets and warm:  # invalidated: only the prefix every session shares is still cached
+                    same_fixed = min(same_fixed, warm)
                 if prev is None and warm:  # what an earlier session left: the agent's own system prompt and tools
                     same_fixed = min(warm, fixed - REPLY_PRIMING)
                     read, write = cache.split(prompt=input_tokens - REPLY_PRIMING, shared=same_fixed,

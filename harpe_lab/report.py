@@ -156,7 +156,8 @@ COLUMN_LABELS: dict[str, str] = {
 
 _SHARES = {"cached_prefix_share", "probe_retention", "artifact_retention", "answer_in_summary", "raw_retention",
            "retention", "overshoot_share", "answer_accuracy", "answer_accuracy_full", "answer_retention",
-           "verbatim", "only_in_summary", "lost", "judge_agreement"}  # fmt: skip
+           "verbatim", "only_in_summary", "lost", "judge_agreement", "needs_kept_share", "instructions_kept_share",
+           "instructions_verbatim_share", "cache_hit_share"}  # fmt: skip
 
 
 _TEXT = {"error", "limit", "budget_note", "compacted_at", "against_recorded", "lost_example"}

@@ -48,6 +48,7 @@ STUDY_COLUMNS: dict[str, str] = {
     "retention": "Of the probes findable in the full history, the share the requests still held (NaN: the "
                  "session has no probes).",
     "needs": "Needed-next references: what the recorded replies named that occurred earlier in the session.",
+    "needs_kept": "Of the needs, those still in the request (a message sent verbatim or rewritten).",
     "needs_lost": "Of the needs, those the request no longer held (evaluate.needed_next).",
     "needs_kept_share": "Of the needs, the share still in the request: 1.0 for the full history; the retention of "
                         "sessions without probes.",
@@ -142,7 +143,8 @@ class _Facts:
         return {
             "first_compaction": int(compacted.iloc[0]) if len(compacted) else math.nan,
             "recorded_compactions": len(rec), "recorded_first_compaction": rec[0].request if rec else math.nan,
-            "retention": retention, "needs": needs["needs"], "needs_lost": needs["needs_lost"],
+            "retention": retention, "needs": needs["needs"], "needs_kept": needs["needs_kept"],
+            "needs_lost": needs["needs_lost"],
             "needs_kept_share": needs["needs_kept_share"], "lost_example": example, "budget_met": met,
             "budget_note": note,
             "fits": {} if budget is not None else {b: budget_fit(replay, b) for b in self.budgets},
@@ -257,8 +259,8 @@ def totals_by_strategy(frame: Any) -> Any:
                 cost_usd_cached=("cost_usd_cached", lambda s: s.sum(min_count=1)),
                 compactions=("compactions", "sum"), recorded_compactions=("recorded_compactions", "sum"),
                 overshoots=("overshoots", "sum"), retention=("retention", "mean"), needs=("needs", "sum"),
-                needs_lost=("needs_lost", "sum"))
-    out["needs_kept_share"] = 1 - out["needs_lost"] / out["needs"].where(out["needs"] > 0)
+                needs_kept=("needs_kept", "sum"), needs_lost=("needs_lost", "sum"))
+    out["needs_kept_share"] = out["needs_kept"] / out["needs"].where(out["needs"] > 0)
     out["budget_met"] = g["budget_met"].agg(lambda s: bool(s.fillna(True).astype(bool).all()))
     out["budget_note"] = [_note(part) for _, part in g]
     return out.reset_index()
@@ -353,8 +355,8 @@ def tune(sources: Iterable[Any], strategy: str, *, knob: str | None = None, lo: 
         for v in values:
             f = compare_sessions(convs, [strategy], knobs={**(knobs or {}), target.name: int(v)}, pricing=pricing,
                                  workers=workers, executor=executor, progress=progress, measures=measures)
-            needs, lost = f["needs"].sum(), f["needs_lost"].sum()
-            share = f["retention"].mean() if f["retention"].notna().any() else (1 - lost / needs if needs else math.nan)
+            needs, kept = f["needs"].sum(), f["needs_kept"].sum()
+            share = f["retention"].mean() if f["retention"].notna().any() else (kept / needs if needs else math.nan)
             rows.append({target.name: int(v), "cost_usd_cached": f["cost_usd_cached"].sum(min_count=1),
                          "input_tokens_sum": int(f["input_tokens_sum"].sum()), "retention": share,
                          "overshoots": int(f["overshoots"].sum()), "compactions": int(f["compactions"].sum())})

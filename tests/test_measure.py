@@ -50,7 +50,7 @@ def session(requests: list[tuple[str, int, int, int]], *, compact_after: int | N
 class TestCalibratedByDefault:
     @real
     @pytest.mark.real_data
-    @pytest.mark.parametrize("name", COMPACTED + ["short", "subagent"])
+    @pytest.mark.parametrize("name", COMPACTED + ["short", "subagent", "tool_heavy"])
     def test_full_costs_what_the_provider_billed(self, name, capsys):
         """The default CLI replay of `full` within 5% of the recorded cost with caching,
         request for request, up to the first recorded compaction."""

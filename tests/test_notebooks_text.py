@@ -14,7 +14,8 @@ the value at the precision written (``8%`` matches 0.0817, ``0.70`` matches 0.70
 trailing ``%`` multiplies the value by 100). Two rules keep numbers from escaping the check:
 
 * in markdown, every number of two digits or more outside `code spans` carries a marker
-  (inputs such as a budget are written as code: `budget = 2_000`);
+  (inputs such as a budget are written as code: `budget = 2_000`; a heading's own number,
+  "## 10 · …", is not a claim);
 * in a code cell, a number of two digits or more in a ``#`` comment must appear as a literal
   in that cell's code (``2,000`` matches ``2_000``, ``24k`` matches ``24_000``): a comment
   may restate an input, never an output.
@@ -41,7 +42,7 @@ NUMBER = r"[-−]?\d[\d,]*(?:\.\d+)?"
 CLAIM = re.compile(rf"(?<![\w.])(?P<number>{NUMBER})(?P<percent>\s?%)?\s*<!--\s*=\s*(?P<expr>.*?)\s*-->", re.S)
 ANY_NUMBER = re.compile(rf"(?<![\w.\-−]){NUMBER}(?:\s?%)?")
 CODE_SPAN = re.compile(r"```.*?```|`[^`\n]*`", re.S)
-TITLE = re.compile(r"\A#\s+\d+\s+·")  # "# 01 · What the model sees"
+TITLE = re.compile(r"^#{1,6}\s+\d+\s+·", re.M)  # a heading's number: "# 01 · What the model sees", "## 10 · …"
 COMMENT_NUMBER = re.compile(r"(?<![\w.])(\d[\d,_]*(?:\.\d+)?)(k\b)?")
 CODE_NUMBER = re.compile(r"(?<![\w.])(\d[\d_]*(?:\.\d+)?)")
 

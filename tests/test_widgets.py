@@ -771,6 +771,45 @@ class TestCompare:
         assert rows["a"][at] == "50.0% (3 of 4)" and rows["b"][at] == "80.0% (5 of 6)"
         assert rows["c"][at] == "none findable of 5"
 
+    def test_the_needed_next_kept_share_stands_beside_retention(self):
+        from harpe_lab import datasets
+        from harpe_lab.evaluate import needs_totals
+
+        cmp = Compare(datasets.load("coding_agent"), ["full", "windowed", "masking"], budget=8000)
+        columns = _table_columns(cmp.table.value)
+        at = columns.index("needs_kept_share")
+        assert at == columns.index("retention") + 1
+        frame = cmp.frame.set_index("strategy")
+        n = int(frame.at["full", "needs"])
+        assert n > 0 and (frame["needs"] == n).all()
+        # one conversation: the number of needs is said once, in the header, with what a need is as its tooltip
+        header = re.search(r"<th data-column='needs_kept_share' title='([^']*)'>([^<]*)</th>", cmp.table.value)
+        assert header.group(2) == f"needed next (of {n:,})" and header.group(1).startswith("Needed-next references")
+        rows = {r[0]: r for r in _table_rows(cmp.table.value)}
+        shares = {name: needs_totals(r)["needs_kept_share"] for name, r in cmp.replays.items()}
+        for name, share in shares.items():
+            assert rows[name][at] == f"{share * 100:.1f}%", name
+            assert share == frame.at[name, "needs_kept_share"]
+        assert shares["full"] == 1.0 and shares["windowed"] < 1.0  # a window at 8,000 loses some of them
+
+    def test_no_needed_next_column_when_the_replies_name_nothing_seen_earlier(self):
+        cmp = _compare(_conversation(20), ["full", "windowed"], budget=1500)
+        assert cmp.frame["needs"].eq(0).all()
+        assert "needs_kept_share" not in _table_columns(cmp.table.value) and "needed next" not in cmp.table.value
+
+    def test_needed_next_cells_carry_their_own_counts_when_they_differ(self):
+        import pandas as pd
+
+        from harpe_lab.widgets._render import _compare_table_html
+
+        frame = pd.DataFrame({"strategy": ["a", "b", "c"], "needs": [10, 8, 0], "needs_kept": [9, 8, 0],
+                              "needs_kept_share": [0.9, 1.0, float("nan")], "error": ["", "", ""]})  # fmt: skip
+        table = _compare_table_html(frame)
+        rows = {r[0]: r for r in _table_rows(table)}
+        at = _table_columns(table).index("needs_kept_share")
+        assert rows["a"][at] == "90.0% (9 of 10)" and rows["b"][at] == "100.0% (8 of 8)" and rows["c"][at] == "–"
+        assert ">needed next</th>" in table  # no one count for every row: none in the header
+
     def test_budget_slider_sets_each_presets_budget_knob(self):
         c = _conversation(20)
         cmp = _compare(c, ["full", "windowed", "summarizing"], budget=1000, distill=_summary)

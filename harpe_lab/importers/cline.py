@@ -107,6 +107,16 @@ def _file_text(block: Mapping[str, Any]) -> str:
     return f'<file_content path="{block.get("path", "")}">\n{block.get("content", "")}\n</file_content>'
 
 
+
+def _result_parts(content: Any) -> Any:
+    """A tool result's content with Cline's batched results — ``read_files`` and
+    ``run_commands`` give a list of ``{query, result, success}`` objects, no ``type`` — as
+    text parts: the query (the file and lines, or the command) then its result."""
+    if not isinstance(content, list):
+        return content
+    return [{"type": "text", "text": f"{p.get('query', '')}\n{p['result']}".strip()}
+            if isinstance(p, Mapping) and "type" not in p and "result" in p else p for p in content]
+
 class _Reader:
     def __init__(self, src: Source) -> None:
         self.src = src
@@ -176,7 +186,7 @@ class _Reader:
             if kind == "tool_result":
                 if not isinstance(block.get("tool_use_id"), str):
                     raise self.src.error(f"{where} content[{j}]", "a tool_result block has no 'tool_use_id' string")
-                text, attached = text_of(block.get("content"))
+                text, attached = text_of(_result_parts(block.get("content")))
                 failed = block.get("is_error") is True
                 results.append(ToolResult(block["tool_use_id"], text, attached, success=not failed))
             elif kind == "file":

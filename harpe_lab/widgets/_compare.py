@@ -39,8 +39,11 @@ class Compare(_Guarded):
     strategy, in a box that scrolls sideways rather than overflow its area: tokens sent,
     largest request, compactions, overshoots and cached prefix from
     `harpe_lab.replay.totals`, the cost with prompt caching when priced, the headline
-    retention with its denominator — "no probes" when there are none — and the artifacts
-    kept; with a budget, the note of each strategy the budget did not bind, which is then
+    retention with its denominator — "no probes" when there are none —, the needed-next kept
+    share (of the things the recorded replies named that were seen earlier, the share the
+    requests still held outside any summary: `harpe_lab.evaluate.needed_next`) with the
+    number of needs in its header, when the replies name any, and the artifacts kept; with
+    a budget, the note of each strategy the budget did not bind, which is then
     left out of the best values, marked in bold; a strategy that raised is a row whose error
     spans the columns), ``errors``; ``replays`` maps label → `Replay` (those that ran),
     ``failures`` label → exception; ``frame`` is every figure as a DataFrame (the

@@ -163,15 +163,17 @@ _COMPARE_SHOWN = (
     # (frame column, header, which way is better: the best value is marked in bold)
     ("input_tokens_sum", "tokens sent", "lower"),
     ("input_tokens_max", "largest request", None),
-    ("compactions", "compactions", None),
+    ("compactions", "compac\u00adtions", None),  # a soft hyphen: the longest header word may break
     ("overshoots", "over its limit", None),
     ("cached_prefix_share", "cached prefix", None),
     ("cost_usd_cached", "cost with caching", "lower"),
     ("retention", "retention", "higher"),
+    ("needs_kept_share", "needed next", "higher"),
     ("artifact_retention", "artifacts kept", "higher"),
 )
 """The Compare table's columns after the strategy (and the budget note); ``retention`` is
-the frame's headline retention (``attrs["headline"]``)."""
+the frame's headline retention (``attrs["headline"]``); ``needs_kept_share`` is shown only
+when the recorded replies name something seen earlier (``needs`` above 0)."""
 
 _TIP_ALIASES = {"input_tokens_sum": "input_tokens", "input_tokens_max": "input_tokens", "compactions": "compacted",
                 "overshoots": "overshoot_tokens", "cached_prefix_share": "cached_prefix_tokens"}  # fmt: skip
@@ -184,6 +186,7 @@ _COMPARE_CSS = """
 .harpe-compare-table th { white-space: normal; vertical-align: bottom; max-width: 7.5em;
   border-bottom: 1px solid #ccc; }
 .harpe-compare-table td { white-space: nowrap; }
+.harpe-compare-table td:first-child { white-space: normal; min-width: 6em; }
 .harpe-summary.harpe-compare-table td, .harpe-summary.harpe-compare-table th { padding: 1px 5px; }
 .harpe-compare-table td.note, .harpe-compare-table th[data-column="budget_note"] { text-align: left; }
 .harpe-compare-table td.note { white-space: normal; min-width: 12em; max-width: 16em; color: #8a4b00; }
@@ -234,6 +237,23 @@ def _missing(value: Any) -> bool:
     return value is None or (isinstance(value, float) and value != value)
 
 
+def _needs(row: Mapping[str, Any]) -> int:
+    """The needed-next references of a compare row (0 when it has none, or no such column)."""
+    needs = row.get("needs")
+    return 0 if needs is None or _missing(needs) else int(needs)
+
+
+def _needs_text(row: Mapping[str, Any], in_header: bool) -> str:
+    """The needed-next kept share, with its "kept of needs" unless ``in_header`` says the
+    number of needs once for every row."""
+    share, needs = row.get("needs_kept_share"), _needs(row)
+    if _missing(share) or not needs:
+        return "–"
+    text = f"{float(share) * 100:.1f}%"
+    kept = row.get("needs_kept")
+    return text if in_header or kept is None or _missing(kept) else f"{text} ({int(kept):,} of {needs:,})"
+
+
 def _compare_table_html(frame: Any) -> str:
     """The Compare table (see `harpe_lab.widgets.Compare`): a few well-named columns in a box
     that scrolls sideways when its area is narrower; headers wrap and carry the column's
@@ -254,6 +274,8 @@ def _compare_table_html(frame: Any) -> str:
             continue
         if column.startswith("cost") and pd.to_numeric(frame[column], errors="coerce").isna().all():
             continue  # unpriced: no column of dashes
+        if column == "needs_kept_share" and not any(_needs(row) for _, row in frame[ran.to_numpy()].iterrows()):
+            continue  # the replies name nothing seen earlier (or there are none): nothing to measure
         shown.append((column, header, better))
     notes = (frame["budget_note"].fillna("").astype(str) if "budget_note" in frame.columns
              else pd.Series([""] * len(frame), index=frame.index))  # fmt: skip
@@ -269,14 +291,19 @@ def _compare_table_html(frame: Any) -> str:
     shares = {_denominator(row) for _, row in frame[ran.to_numpy()].iterrows()}
     common = next(iter(shares)) if len(shares) == 1 else None
     in_header = common is not None and common[0] > 0
+    needs = {_needs(row) for _, row in frame[ran.to_numpy()].iterrows()}
+    common_needs = next(iter(needs)) if len(needs) == 1 else 0
 
     def th(column: str, header: str) -> str:
         tip = meanings.get(column) or meanings.get(_TIP_ALIASES.get(column, ""), "")
+        if column == "needs_kept_share":  # what a need is, then the share
+            tip = " ".join(t for t in (meanings.get("needs", ""), tip) if t)
         title = f" title='{html.escape(tip, quote=True)}'" if tip else ""
         return f"<th data-column='{html.escape(column, quote=True)}'{title}>{html.escape(header)}</th>"
 
     head = [th("strategy", "strategy")] + ([th("budget_note", "budget")] if with_notes else [])
-    head += [th(c, f"{h} ({common[0]:,} of {common[1]:,} findable)" if c == headline and in_header else h)
+    head += [th(c, f"{h} ({common[0]:,} of {common[1]:,} findable)" if c == headline and in_header
+                else f"{h} (of {common_needs:,})" if c == "needs_kept_share" and common_needs else h)
              for c, h, _ in shown]
     width = len(head)
     rows = []
@@ -290,6 +317,7 @@ def _compare_table_html(frame: Any) -> str:
             cells.append(f"<td class='note'>{html.escape(notes.iat[k])}</td>")
         for column, _, _ in shown:
             text = (_retention_text(row, column, in_header) if column == headline
+                    else _needs_text(row, bool(common_needs)) if column == "needs_kept_share"
                     else format_value(column, row.get(column)))  # fmt: skip
             css = " class='best'" if k in best.get(column, ()) else ""
             cells.append(f"<td{css}>{html.escape(text)}</td>")

@@ -1,0 +1,1672 @@
+"""Cline's context management: the SDK's compaction (`BasicCompaction`, `AgenticCompaction`)
+and the VS Code extension's legacy context manager (`LegacyContextManager`).
+
+Sources read, cline/cline at commit 21cb8d2525bcedf1f4b6890b27a74a14fe7451e4 (2026-08-22):
+
+* ``sdk/packages/core/src/extensions/context/compaction.ts`` (``createContextCompactionPrepareTurn``)
+  — when and how much. Before *every* model request (a turn's first and every one after a
+  tool round) Cline estimates the whole request, ``ceil(len(JSON.stringify({systemPrompt,
+  messages, tools})) / 3)`` (``@cline/shared`` ``estimateRequestInputTokens``,
+  ``CHARS_PER_TOKEN = 3``), and compacts when that is ``>=`` the trigger, ``0.9 × maxInput``
+  (``COMPACTION_TRIGGER_RATIO``). ``maxInput`` is the model's max input tokens (capped by its
+  context window), or 90% of the window when only that is known, 128,000 when neither is
+  (``compaction-shared.ts`` ``resolveEffectiveMaxInputTokens``). The target is
+  ``floor(0.7 × trigger)`` (``DEFAULT_TARGET_RATIO``), or ``floor(0.5 × maxInput)`` once the
+  messages hold 5 user→assistant alternations and the model reports a max output below
+  ``maxInput`` (``resolveAutoRequestTargetTokens``), never above ``trigger - 1``. Both are
+  translated to the messages' share by taking off the request's overhead (system prompt and
+  tools: the whole request's estimate less the messages' own). A message weighs
+  ``max(1, ceil(len(JSON.stringify(message)) / 3))`` (``createTokenEstimator``).
+  ``/compact`` (``mode: "manual"``, what ``scripts/compact-session.ts`` runs) compacts
+  regardless, to ``floor(min(message trigger, 0.5 × the messages' tokens))``.
+* ``basic-compaction.ts`` (``runBasicCompaction``) — no model. Every typed user prompt is kept
+  (text blocks trimmed, empty ones dropped), only the latest with its attached files and
+  images; the latest turn keeps its newest messages within the target, the kept suffix
+  starting at an assistant message; each older turn keeps its final assistant answer (the
+  last assistant message of the turn without a tool call, if it has text) when it fits,
+  newest turns first; everything else is dropped. The work dropped after a prompt becomes a
+  ``<SYSTEM_NOTICE>`` text appended to it (``mergeAdjacentUserTurns``): the files read (with
+  line ranges from ``read_files`` inputs), the files edited (line ranges from the numbered
+  diff in the ``editor`` result), the commands run (cut at 100 characters), and, verbatim,
+  whichever of the conversation's newest 3 assistant texts were dropped there
+  (``PRESERVED_ASSISTANT_TEXT_COUNT``). Prompts left adjacent are merged into one, each gap
+  bridged by its notice. What survives besides the prompts is frozen (``compaction:
+  "preserved"``): a later compaction keeps it as it is. A budget projection
+  (``budget-projection/project.ts``) is the safety valve when prompts and frozen messages
+  alone exceed the trigger.
+* ``agentic-compaction.ts`` (``runAgenticCompaction``) — the newest ``preserveRecentTokens``
+  (20,000, capped by the message target) are kept, the cut moved back to the latest typed
+  prompt and to a safe boundary (an assistant message or a typed prompt: never between a
+  tool call and its result; ``findCutIndex``); the rest after the previous summary is sent to
+  the model with ``buildSummaryRequest`` (the previous summary, the files read and edited,
+  the conversation serialized with tool results cut to 2,000 characters) and the system
+  prompt "Summarize the provided coding session into a concise continuation note with
+  detailed next steps."; the reply (with a ``## Files`` section added when it has none)
+  becomes one user message, ``"Context summary:\\n\\n" + summary``. An empty reply leaves the
+  history as it was; a failing summarizer falls back to ``basic``.
+* the legacy extension (``cline/cline@4619bb78^``,
+  ``apps/vscode/src/core/context/context-management/ContextManager.ts`` and
+  ``context-window-utils.ts``; ``core/prompts/responses.ts`` for the notices) — see
+  `LegacyContextManager`.
+
+Checked against Cline's own output: ``../shared/data/real/cline/`` holds a real session and
+what ``compact-session.ts`` made of it; `BasicCompaction.compact_manually` produces every
+message of ``basic.compaction.json``, text for text, and `AgenticCompaction` the messages
+``agentic.compaction.json`` keeps (``tests/test_cline_aider.py``).
+
+Mapped onto harpe_lab's messages: a `UserInput` is a typed prompt (its text split back into
+the SDK's text blocks and ``file`` blocks, which Cline sends, and our importer renders, as
+``<file_content path="…">\\n…\\n</file_content>`` joined by blank lines; its attachments are
+image blocks); a `ToolResults` is a tool-result-only user message; the summary message this
+module writes is the one user message that is neither. Estimates serialize each message as
+the SDK stores it (``{"role", "content": [blocks]}``) in JavaScript string length; the ids,
+timestamps, model info and metrics Cline also stores in each message are not known here, so
+our estimates run a little lower than Cline's (about 150 characters a message).
+
+Not modelled: Cline's compaction state projection across sessions; images' bytes (an image
+counts nothing); thinking blocks (not message text here); the overflow-recovery mode (it
+runs ``basic`` after the provider refused a request, which a replay never sees).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+from ..errors import StrategyError
+from ..messages import (AssistantMessage, Attachment, Message, Rendered, ToolResult, ToolResults, Usage, UserInput,
+                        deferred)
+from ..protocol import Compaction, ContextCompacted, Distill, EventHub, Limit, MeteredDistill
+from ._validate import check_int
+
+__all__ = [
+    "DEFAULT_MAX_INPUT",
+    "TRIGGER_RATIO",
+    "TARGET_RATIO",
+    "LONG_CONVERSATION_TARGET_RATIO",
+    "PRESERVE_RECENT_TOKENS",
+    "PRESERVED_ASSISTANT_TEXTS",
+    "SUMMARY_SYSTEM",
+    "LEGACY_TRUNCATION_NOTICE",
+    "DUPLICATE_FILE_READ_NOTICE",
+    "estimate_message",
+    "tool_activity",
+    "ToolActivity",
+    "dropped_work_notice",
+    "summary_request",
+    "summary_message",
+    "max_allowed_size",
+    "ClineCompacted",
+    "BasicCompaction",
+    "AgenticCompaction",
+    "ClineContext",
+    "LegacyContextManager",
+    "LegacyContext",
+    "LegacyTruncated",
+]
+
+DEFAULT_MAX_INPUT = 128_000
+"""``DEFAULT_MAX_INPUT_TOKENS``: the usable input when the model reports neither limit."""
+TRIGGER_RATIO = 0.9
+"""``COMPACTION_TRIGGER_RATIO``: compact once the request estimate reaches this share of max input."""
+TARGET_RATIO = 0.7
+"""``DEFAULT_TARGET_RATIO``: what a compaction aims at, as a share of the trigger."""
+LONG_CONVERSATION_TARGET_RATIO = 0.5
+"""The target's share of max input once a conversation is long (5 exchanges, a model max output below max input)."""
+MANUAL_TARGET_RATIO = 0.5
+"""``/compact``'s default: half of the messages' tokens."""
+PRESERVE_RECENT_TOKENS = 20_000
+"""``DEFAULT_PRESERVE_RECENT_TOKENS``: what the agentic mode keeps verbatim."""
+PRESERVED_ASSISTANT_TEXTS = 3
+"""``PRESERVED_ASSISTANT_TEXT_COUNT``: the newest assistant texts a dropped-work notice quotes."""
+CHARS_PER_TOKEN = 3
+"""``@cline/shared`` ``CHARS_PER_TOKEN``: Cline's estimate over-counts on purpose."""
+COMMAND_CHARS = 100
+"""``COMMAND_SUMMARY_CHAR_LIMIT``: commands are cut here in a notice."""
+TOOL_RESULT_CHARS = 2_000
+"""``TOOL_RESULT_CHAR_LIMIT`` (and ``FILE_CONTENT_CHAR_LIMIT``): the summarizer sees this much of each."""
+MIN_SUMMARY_INPUT_TOKENS = 1_024
+"""``MIN_AGENTIC_SUMMARY_INPUT_TOKENS``."""
+
+SUMMARY_SYSTEM = "Summarize the provided coding session into a concise continuation note with detailed next steps."
+"""The agentic summarizer's system prompt (``generateSummary``)."""
+
+LEGACY_TRUNCATION_NOTICE = (
+    "[NOTE] Some previous conversation history with the user has been removed to maintain optimal context window "
+    "length. The initial user task has been retained for continuity, while intermediate conversation history has "
+    "been removed. Keep this in mind as you continue assisting the user. Pay special attention to the user's "
+    "latest messages."
+)
+"""``formatResponse.contextTruncationNotice()``: what the first assistant message's text becomes."""
+DUPLICATE_FILE_READ_NOTICE = (
+    "[[NOTE] This file read has been removed to save space in the context window. Refer to the latest file read "
+    "for the most up to date version of this file.]"
+)
+"""``formatResponse.duplicateFileReadNotice()``."""
+
+_PRESERVED = 1  # survived a basic compaction: frozen
+_SUMMARY = 2  # the agentic summary message (not a typed prompt)
+
+
+# --- the SDK's message shape and Cline's estimate -------------------------------------------
+
+
+def _js_len(text: str) -> int:
+    """JavaScript's ``length``: UTF-16 code units."""
+    if text.isascii():
+        return len(text)
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
+
+
+def _json(value: Any) -> str:
+    # JSON.stringify: compact, non-ASCII left as it is
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+_FILE_OPEN = re.compile(r'<file_content path="([^"]*)">\n')
+_FILE_CLOSE = "\n</file_content>"
+
+
+def _blocks(text: str) -> list[tuple[str, ...]]:
+    """A typed prompt's text as the SDK's content blocks: ``("text", t)`` and ``("file", path,
+    content)``. A file block is ``formatFileContentBlock``'s rendering standing alone between
+    blank lines (as the SDK sends it and our importer joins blocks); the text between is one
+    text block (several text blocks joined by blank lines cannot be told apart)."""
+    out: list[tuple[str, ...]] = []
+    pos = 0  # where the next text starts
+    scan = 0
+    while True:
+        m = _FILE_OPEN.search(text, scan)
+        if m is None:
+            break
+        start = m.start()
+        if start != 0 and text[start - 2:start] != "\n\n":
+            scan = m.end()
+            continue
+        # the block ends at the first closing tag followed by a blank line or the end
+        end = -1
+        look = m.end() - 1  # the content may be empty: "\n" then the closing tag
+        while True:
+            close = text.find(_FILE_CLOSE, look)
+            if close < 0:
+                break
+            after = close + len(_FILE_CLOSE)
+            if after == len(text) or text.startswith("\n\n", after):
+                end = after
+                break
+            look = close + 1
+        if end < 0:
+            scan = m.end()
+            continue
+        before = text[pos:start - 2] if start else ""
+        if before:
+            out.append(("text", before))
+        content_start = m.end()
+        content = text[content_start:end - len(_FILE_CLOSE)] if end - len(_FILE_CLOSE) >= content_start else ""
+        out.append(("file", m.group(1), content))
+        pos = end + 2
+        scan = end
+    rest = text[pos:]
+    if rest:
+        out.append(("text", rest))
+    return out
+
+
+def _join(blocks: Iterable[tuple[str, ...]]) -> str:
+    """The blocks back as one text, as our importer joins them."""
+    parts = []
+    for b in blocks:
+        if b[0] == "text":
+            if b[1]:
+                parts.append(b[1])
+        else:
+            parts.append(f'<file_content path="{b[1]}">\n{b[2]}\n</file_content>')
+    return "\n\n".join(parts)
+
+
+def _user_json(blocks: Sequence[tuple[str, ...]], attachments: Sequence[Attachment]) -> list[dict]:
+    content: list[dict] = []
+    for b in blocks:
+        if b[0] == "text":
+            content.append({"type": "text", "text": b[1]})
+        else:
+            content.append({"type": "file", "path": b[1], "content": b[2]})
+    content.extend({"type": "image", "mediaType": a.mime} for a in attachments)
+    return content
+
+
+def _message_json(message: Message) -> dict:
+    """``message`` in the SDK's stored shape (``MessageWithMetadata`` without its metadata)."""
+    if isinstance(message, UserInput):
+        return {"role": "user", "content": _user_json(_blocks(message.text), message.attachments)}
+    if isinstance(message, AssistantMessage):
+        content: list[dict] = [{"type": "text", "text": message.text}] if message.text else []
+        content.extend({"type": "tool_use", "id": c.id, "name": c.name, "input": c.input} for c in message.calls)
+        return {"role": "assistant", "content": content}
+    if isinstance(message, ToolResults):
+        blocks = []
+        for r in message.results:
+            block: dict = {"type": "tool_result", "tool_use_id": r.id, "content": r.content}
+            if not r.success:
+                block["is_error"] = True
+            blocks.append(block)
+        return {"role": "user", "content": blocks}
+    raise TypeError(f"not a harpe_lab message: {message!r}")
+
+
+_SIZES: dict[int, tuple[Message, int]] = {}  # id(message) -> (message, its JSON's length)
+_SIZES_MAX = 1 << 17
+
+
+def _message_chars(message: Message) -> int:
+    """The length of ``message``'s stored JSON, memoized: a compaction weighs every message
+    of the history again (the message is held, so its id stays its own)."""
+    hit = _SIZES.get(id(message))
+    if hit is not None and hit[0] is message:
+        return hit[1]
+    n = _js_len(_json(_message_json(message)))
+    if len(_SIZES) >= _SIZES_MAX:
+        _SIZES.clear()
+    _SIZES[id(message)] = (message, n)
+    return n
+
+
+def _estimate_chars(chars: int) -> int:
+    """``estimateTokens``: at least 1, 3 characters a token, rounded up."""
+    return max(1, -(-chars // CHARS_PER_TOKEN))
+
+
+def estimate_message(message: Message) -> int:
+    """Cline's estimate of one message: its stored JSON at 3 characters a token, rounded up."""
+    return _estimate_chars(_message_chars(message))
+
+
+def _request_frame_chars(system: str, tools: Sequence[Mapping[str, Any]]) -> int:
+    """Characters of ``JSON.stringify({systemPrompt, messages: [], tools})`` less the ``[]``."""
+    return _js_len(_json({"systemPrompt": system, "messages": [], "tools": list(tools)})) - 2
+
+
+def _is_typed(message: Message, mark: int) -> bool:
+    """``isTurnStartMessage``: a user message that is neither tool results nor a summary."""
+    return isinstance(message, UserInput) and not mark & _SUMMARY
+
+
+def _pairs(messages: Sequence[Message]) -> int:
+    """``countUserAssistantPairs``: user→assistant alternations (tool results are user messages)."""
+    pairs, pending = 0, False
+    for m in messages:
+        if isinstance(m, AssistantMessage):
+            if pending:
+                pairs += 1
+                pending = False
+        else:
+            pending = True
+    return pairs
+
+
+# --- what the dropped work was ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ToolActivity:
+    """``ToolActivitySummary``: files read and edited (with line ranges) and commands run, in
+    the order first seen."""
+
+    read_files: tuple[str, ...] = ()
+    edited_files: tuple[str, ...] = ()
+    commands: tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.read_files or self.edited_files or self.commands)
+
+
+def _collect_paths(value: Any) -> list[str]:
+    """``collectPaths``: the paths in a tool input."""
+    if isinstance(value, str):
+        return [value] if value.strip() else []
+    if isinstance(value, list):
+        return [p for item in value for p in _collect_paths(item)]
+    if isinstance(value, Mapping):
+        paths: list[str] = []
+        for key in ("path", "file_path", "target_file", "new_file_path", "old_file_path"):
+            paths.extend(_collect_paths(value.get(key)))
+        if isinstance(value.get("files"), list):
+            for item in value["files"]:
+                if isinstance(item, Mapping):
+                    paths.extend(_collect_paths(item.get("path")))
+        if isinstance(value.get("file_paths"), list):
+            paths.extend(_collect_paths(value["file_paths"]))
+        return paths
+    return []
+
+
+def _js_number(value: Any) -> str | None:
+    """A JSON number as JavaScript writes it in a template (``462``, ``1.5``); None when not one."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def _push(entries: list[str], value: str) -> None:
+    value = value.strip()
+    if value and value not in entries:
+        entries.append(value)
+
+
+_DIFF_LINE = re.compile(r"(?:^|\n|\\n)[-+](\d+): ")
+
+
+def _diff_range(content: str) -> tuple[int, int] | None:
+    """``extractDiffLineRange``: the lowest and highest line numbered in an editor result's
+    diff (``-467: …`` / ``+467: …``), read from its JSON ``result`` when it has one."""
+    text = content
+    try:
+        parsed = json.loads(content)
+    except ValueError:
+        parsed = None
+    if isinstance(parsed, Mapping) and isinstance(parsed.get("result"), str):
+        text = parsed["result"]
+    lines = [int(m.group(1)) for m in _DIFF_LINE.finditer(text)]
+    return (min(lines), max(lines)) if lines else None
+
+
+def tool_activity(messages: Iterable[Message]) -> ToolActivity:
+    """``summarizeToolActivity``: what Cline's tools did in ``messages``. ``read_files``
+    inputs give the reads (``path:start-end`` when both lines are given), ``editor`` and
+    ``apply_patch`` calls the edits (with the range of the numbered diff in their result,
+    when the result is among ``messages``), ``run_commands`` the commands. Other tools'
+    calls are not Cline's and add nothing."""
+    reads: list[str] = []
+    edits: list[str] = []
+    commands: list[str] = []
+    editing: dict[str, str] = {}
+    for m in messages:
+        if isinstance(m, AssistantMessage):
+            for c in m.calls:
+                data = c.input if isinstance(c.input, Mapping) else {}
+                if c.name == "read_files":
+                    if isinstance(data.get("files"), list):
+                        for f in data["files"]:
+                            if isinstance(f, Mapping):
+                                path = f.get("path").strip() if isinstance(f.get("path"), str) else ""
+                                if not path:
+                                    continue
+                                start, end = _js_number(f.get("start_line")), _js_number(f.get("end_line"))
+                                _push(reads, f"{path}:{start}-{end}" if start is not None and end is not None
+                                      else path)
+                    else:
+                        for p in _collect_paths(data):
+                            _push(reads, p)
+                elif c.name in ("editor", "apply_patch"):
+                    paths = _collect_paths(data)
+                    if paths:
+                        editing[c.id] = paths[0]
+                elif c.name == "run_commands":
+                    for command in data.get("commands") if isinstance(data.get("commands"), list) else []:
+                        if isinstance(command, str) and command.strip():
+                            command = command.strip()
+                            _push(commands, command if len(command) <= COMMAND_CHARS
+                                  else command[:COMMAND_CHARS] + "...")
+        elif isinstance(m, ToolResults):
+            for r in m.results:
+                path = editing.pop(r.id, None)
+                if path is None:
+                    continue
+                lines = _diff_range(r.content)
+                _push(edits, f"{path}:{lines[0]}-{lines[1]}" if lines else path)
+    for path in editing.values():  # an edit whose result fell outside still counts
+        _push(edits, path)
+    return ToolActivity(tuple(reads), tuple(edits), tuple(commands))
+
+
+def dropped_work_notice(activity: ToolActivity, responses: Sequence[str] = ()) -> str:
+    """``buildDroppedWorkSummaryBlock``: the notice that stands for dropped work."""
+    body = "\n\n".join([
+        "Files read:\n" + "\n".join(activity.read_files),
+        "Files edited:\n" + "\n".join(activity.edited_files),
+        "Commands ran:\n" + "\n".join(activity.commands),
+    ])
+    said = f"\n\nYour recent responses:\n{chr(10).join(_sep(responses))}" if responses else ""
+    return ("<SYSTEM_NOTICE>\nEarlier context was compacted. Summary of your actions after the request above:\n"
+            f"{body}{said}</SYSTEM_NOTICE>")
+
+
+def _sep(responses: Sequence[str]) -> list[str]:
+    # responses.join("\n---\n"), split so that the f-string above stays readable
+    out: list[str] = []
+    for k, r in enumerate(responses):
+        out.append(r if k == len(responses) - 1 else r + "\n---")
+    return out
+
+
+def _assistant_text(message: Message) -> str:
+    """``assistantTextContent``: an assistant message's text, trimmed ("" when none)."""
+    return message.text.strip() if isinstance(message, AssistantMessage) else ""
+
+
+# --- the budget projection (the safety valve) ------------------------------------------------
+
+
+def _truncate_text(text: str, limit: int) -> str:
+    """``project.ts`` ``truncateText``."""
+    if limit <= 0:
+        return ""
+    if len(text) <= limit:
+        return text
+    if limit <= 16:
+        return text[: max(1, limit)]
+    estimate = f"\n...[truncated {len(text) - limit} chars]"
+    keep = max(1, limit - len(estimate))
+    return f"{text[:keep]}\n...[truncated {len(text) - keep} chars]"
+
+
+def _truncate_message(message: Message, limit: int) -> Message:
+    """``truncateMessageText``: every text block (file contents and tool results too), in
+    order, cut to what is left of ``limit`` characters."""
+    left = limit
+
+    def cut(text: str) -> str:
+        nonlocal left
+        if left <= 0:
+            return ""
+        out = _truncate_text(text, left)
+        left -= len(out)
+        return out
+
+    if isinstance(message, UserInput):
+        blocks = [("text", cut(b[1])) if b[0] == "text" else ("file", b[1], cut(b[2])) for b in _blocks(message.text)]
+        return UserInput(_join(blocks), message.attachments, message.pinned)
+    if isinstance(message, AssistantMessage):
+        return AssistantMessage(cut(message.text), message.calls, message.pinned) if message.text else message
+    assert isinstance(message, ToolResults)
+    return ToolResults(tuple(ToolResult(r.id, cut(r.content), r.attachments, r.success) for r in message.results),
+                       message.pinned)
+
+
+def _tool_ids(message: Message) -> set[str]:
+    if isinstance(message, AssistantMessage):
+        return {c.id for c in message.calls}
+    if isinstance(message, ToolResults):
+        return {r.id for r in message.results}
+    return set()
+
+
+def _protected_tail(messages: Sequence[Message]) -> int:
+    """``findProtectedTailStartIndex``: the last message with a call no result answers."""
+    answered = {r.id for m in messages if isinstance(m, ToolResults) for r in m.results}
+    for k in range(len(messages) - 1, -1, -1):
+        m = messages[k]
+        if isinstance(m, AssistantMessage) and any(c.id not in answered for c in m.calls):
+            return k
+    return len(messages)
+
+
+def _latest_user(messages: Sequence[Message]) -> int:
+    """``findLatestTypedUserMessageIndex`` (the projection's: any user message but tool results)."""
+    for k in range(len(messages) - 1, -1, -1):
+        if isinstance(messages[k], UserInput):
+            return k
+    return -1
+
+
+def _first_user(messages: Sequence[Message]) -> int:
+    for k, m in enumerate(messages):
+        if isinstance(m, UserInput):
+            return k
+    return -1
+
+
+def _has_text(message: Message) -> bool:
+    """``hasTruncatableText``: a text, file or tool-result block."""
+    if isinstance(message, UserInput):
+        return bool(_blocks(message.text))
+    if isinstance(message, AssistantMessage):
+        return bool(message.text)
+    return bool(message.results)
+
+
+def _project(messages: list[Message], origin: list[int], target: int) -> tuple[list[Message], list[int], bool]:
+    """``buildBudgetProjection`` with the compaction policies (``basic_compaction_projection``
+    and ``agentic_summary``): images outside the live tail dropped, then, while over
+    ``target``, texts cut from the newest message back and whole messages (with their tool
+    pairs) dropped from the oldest, never the first or latest user message or the live tail.
+    Returns the messages, the original index of each, and whether the target was met."""
+    if target <= 0:
+        return list(messages), list(origin), False
+    messages, origin = list(messages), list(origin)
+    latest = _latest_user(messages)
+    tail = _protected_tail(messages)
+    kept_m: list[Message] = []
+    kept_o: list[int] = []
+    for k, (m, o) in enumerate(zip(messages, origin)):
+        protected = k == latest or k >= tail
+        if not protected and isinstance(m, UserInput) and any(a.mime.startswith("image/") for a in m.attachments):
+            m = UserInput(m.text, tuple(a for a in m.attachments if not a.mime.startswith("image/")), m.pinned)
+            if not _blocks(m.text) and not m.attachments:
+                continue  # nothing left: the message goes
+        elif not protected and isinstance(m, ToolResults) and any(a.mime.startswith("image/")
+                                                                  for r in m.results for a in r.attachments):
+            m = ToolResults(tuple(ToolResult(r.id, r.content, tuple(a for a in r.attachments
+                                                                     if not a.mime.startswith("image/")), r.success)
+                                  for r in m.results), m.pinned)
+        kept_m.append(m)
+        kept_o.append(o)
+    messages, origin = kept_m, kept_o
+    total = sum(map(estimate_message, messages))
+    if total <= target:
+        return messages, origin, True
+    k = len(messages) - 1
+    while k >= 0 and total > target:
+        if k != _latest_user(messages) and k < _protected_tail(messages) and _has_text(messages[k]):
+            m = messages[k]
+            size = _message_chars(m)
+            per_token = max(1.0, size / max(1, estimate_message(m)))
+            limit = max(16, math.floor(target * per_token / max(1, len(messages))))
+            messages[k] = _truncate_message(m, limit)
+            total = sum(map(estimate_message, messages))
+        k -= 1
+    k = 0
+    while k < len(messages) and total > target:
+        first, latest, tail = _first_user(messages), _latest_user(messages), _protected_tail(messages)
+        if k in (first, latest):
+            k += 1
+            continue
+        closure = {k}
+        queue = [k]
+        while queue:  # the messages a tool id links to this one, transitively
+            j = queue.pop()
+            ids = _tool_ids(messages[j])
+            for other, m in enumerate(messages):
+                if other not in closure and ids & _tool_ids(m):
+                    closure.add(other)
+                    queue.append(other)
+        if first in closure or latest in closure or max(closure) >= tail:
+            k += 1
+            continue
+        messages = [m for j, m in enumerate(messages) if j not in closure]
+        origin = [o for j, o in enumerate(origin) if j not in closure]
+        total = sum(map(estimate_message, messages))
+    return messages, origin, total <= target
+
+
+# --- basic compaction ------------------------------------------------------------------------
+
+
+def _sanitize_typed(message: UserInput) -> UserInput | None:
+    """``sanitizeTypedUserMessage``: text blocks trimmed, empty ones dropped; None when
+    nothing is left."""
+    blocks = [b for b in ((("text", b[1].strip()) if b[0] == "text" else b) for b in _blocks(message.text))
+              if b[0] != "text" or b[1]]
+    if not blocks and not message.attachments:
+        return None
+    text = _join(blocks)
+    return message if text == message.text else UserInput(text, message.attachments, message.pinned)
+
+
+def _without_attachments(message: UserInput) -> UserInput:
+    """``userContentBlocks(message, false)``: file and image blocks dropped."""
+    blocks = [b for b in _blocks(message.text) if b[0] == "text"]
+    text = _join(blocks)
+    if text == message.text and not message.attachments:
+        return message
+    return UserInput(text, (), message.pinned)
+
+
+def _with_notice(message: UserInput, notice: str) -> UserInput:
+    return UserInput(f"{message.text}\n\n{notice}" if message.text else notice, message.attachments, message.pinned)
+
+
+def _merge(messages: list[Message], origin: list[int], original: Sequence[Message],
+           original_marks: Sequence[int]) -> tuple[list[Message], list[int]]:
+    """``mergeAdjacentUserTurns``: prompts left adjacent become one, each gap bridged by the
+    notice of the work dropped there; the work dropped after a prompt is noticed on it.
+    Returns the messages and the original index of the first message each stands for."""
+    preserved: set[int] = set()  # the conversation's newest assistant texts
+    for k in range(len(original) - 1, -1, -1):
+        if len(preserved) >= PRESERVED_ASSISTANT_TEXTS:
+            break
+        if _assistant_text(original[k]):
+            preserved.add(k)
+
+    def responses(start: int, end: int) -> list[str]:
+        return [_assistant_text(original[k]) for k in range(start, end) if k in preserved]
+
+    typed = [isinstance(m, UserInput) and not original_marks[o] & _SUMMARY for m, o in zip(messages, origin)]
+    latest = max((k for k, t in enumerate(typed) if t), default=-1)
+    # entries: [message, first original index, last original index, is a typed prompt]
+    entries: list[list[Any]] = []
+    k = 0
+    while k < len(messages):
+        if not typed[k]:
+            entries.append([messages[k], origin[k], origin[k], False])
+            k += 1
+            continue
+        end = k
+        while end + 1 < len(messages) and typed[end + 1]:
+            end += 1
+        message = messages[k]
+        if end > k:
+            text_parts: list[str] = []
+            attachments: tuple = ()
+            for member in range(k, end + 1):
+                if member > k and origin[member] > origin[member - 1] + 1:
+                    gap = original[origin[member - 1] + 1:origin[member]]
+                    activity, said = tool_activity(gap), responses(origin[member - 1] + 1, origin[member])
+                    if activity or said:
+                        text_parts.append(dropped_work_notice(activity, said))
+                m = messages[member]
+                assert isinstance(m, UserInput)
+                if member != latest:
+                    m = _without_attachments(m)
+                else:
+                    attachments = m.attachments
+                if m.text:
+                    text_parts.append(m.text)
+            first = messages[k]
+            message = UserInput("\n\n".join(text_parts), attachments, first.pinned)
+        elif k != latest:
+            message = _without_attachments(message)  # type: ignore[arg-type]
+        entries.append([message, origin[k], origin[end], True])
+        k = end + 1
+    for e, entry in enumerate(entries):
+        if not entry[3]:
+            continue
+        gap_end = entries[e + 1][1] if e + 1 < len(entries) else len(original)
+        if gap_end <= entry[2] + 1:
+            continue
+        gap = original[entry[2] + 1:gap_end]
+        activity, said = tool_activity(gap), responses(entry[2] + 1, gap_end)
+        if not activity and not said:
+            continue
+        entry[0] = _with_notice(entry[0], dropped_work_notice(activity, said))
+    return [e[0] for e in entries], [e[1] for e in entries]
+
+
+def _basic(original: Sequence[Message], marks: Sequence[int], *, target: int,
+           trigger: int) -> tuple[list[Message], list[int]] | None:
+    """``runBasicCompaction`` over ``original`` (with their marks): the new messages and
+    their marks, or None when Cline would leave the history as it is."""
+    n = len(original)
+    if n < 2:
+        return None
+    total_target = max(1, min(target, trigger))
+    typed_at = [k for k in range(n) if _is_typed(original[k], marks[k])]
+    sanitized: dict[int, UserInput] = {}
+    for k in typed_at:
+        s = _sanitize_typed(original[k])  # type: ignore[arg-type]
+        if s is not None:
+            sanitized[k] = s
+    if not sanitized:
+        return None
+    latest_typed = typed_at[-1]
+    total = sum(estimate_message(s if k == latest_typed else _without_attachments(s)) for k, s in sanitized.items())
+    frozen = {k for k in range(n) if k not in sanitized and marks[k] & _PRESERVED}
+    total += sum(estimate_message(original[k]) for k in frozen)
+    # the latest turn: its newest messages within the target, starting at an assistant message
+    start, accumulated = n, 0
+    for k in range(n - 1, latest_typed, -1):
+        if k in frozen:
+            break
+        cost = estimate_message(original[k])
+        if total + accumulated + cost > total_target:
+            break
+        accumulated += cost
+        start = k
+    while start < n and not isinstance(original[start], AssistantMessage):
+        start += 1
+    extra = set(range(start, n))
+    total += sum(estimate_message(original[k]) for k in extra)
+    # older turns: each one's final answer when it fits, newest turns first
+    finals: set[int] = set()
+    for b in range(len(typed_at) - 2, -1, -1):
+        for k in range(typed_at[b + 1] - 1, typed_at[b], -1):
+            if k in frozen:
+                break
+            m = original[k]
+            if not isinstance(m, AssistantMessage) or m.calls:
+                continue
+            if m.text.strip():  # thinking is not message text here: nothing to strip
+                cost = estimate_message(m)
+                if total + cost <= total_target:
+                    finals.add(k)
+                    total += cost
+            break
+    kept: list[Message] = []
+    origin: list[int] = []
+    for k in range(n):
+        if k in sanitized:
+            kept.append(sanitized[k])
+        elif k in frozen or k in extra or k in finals:
+            kept.append(original[k])
+        else:
+            continue
+        origin.append(k)
+    # the safety valve: never trim what was kept on purpose to chase a lower target
+    valve = min(max(total_target, total), max(1, trigger))
+    kept, origin, _ = _project(kept, origin, valve)
+    merged, merged_origin = _merge(kept, origin, original, marks)
+    if len(merged) == n and all(a == b for a, b in zip(merged, original)):
+        return None
+    new_marks = []
+    for k, (m, o) in enumerate(zip(merged, merged_origin)):
+        if isinstance(m, UserInput) and not marks[o] & _SUMMARY:
+            new_marks.append(0)  # a typed prompt is processed again at every compaction
+        else:
+            new_marks.append(marks[o] | _PRESERVED)
+    return merged, new_marks
+
+
+# --- agentic compaction ----------------------------------------------------------------------
+
+
+def _safe_cut(message: Message, mark: int) -> bool:
+    """``isSafeCutBoundary``: an assistant message or a typed prompt."""
+    return isinstance(message, AssistantMessage) or _is_typed(message, mark)
+
+
+def _cut_index(messages: Sequence[Message], marks: Sequence[int], preserve: int) -> int:
+    """``findCutIndex``: where the verbatim tail starts."""
+    total, candidate = 0, len(messages)
+    for k in range(len(messages) - 1, -1, -1):
+        total += estimate_message(messages[k])
+        candidate = k
+        if total >= preserve:
+            break
+    if candidate <= 0:
+        return 0
+    last_typed = next((k for k in range(len(messages) - 1, -1, -1) if _is_typed(messages[k], marks[k])), 0)
+    cut = min(candidate, last_typed) if last_typed > 0 else candidate
+    while cut > 0 and not _safe_cut(messages[cut], marks[cut]):
+        cut -= 1
+    return cut
+
+
+def _locale_key(path: str) -> tuple:
+    # ``localeCompare``'s order, near enough for paths: case folded first, then as written
+    return path.casefold(), path
+
+
+def _merge_unique(base: Iterable[str], more: Iterable[str]) -> list[str]:
+    """``mergeUnique``: the union, trimmed, sorted as ``localeCompare`` sorts."""
+    seen = dict.fromkeys(base)
+    for v in more:
+        v = v.strip()
+        if v:
+            seen[v] = None
+    return sorted(seen, key=_locale_key)
+
+
+def _file_ops(messages: Sequence[Message], summaries: Mapping[int, "_Summary"]) -> tuple[list[str], list[str]]:
+    """``extractFileOps``: files read (attached files and ``read_files``) and modified
+    (``editor``, ``apply_patch``); an earlier summary message (in ``summaries``, by identity)
+    brings the lists it was written with."""
+    read: list[str] = []
+    modified: list[str] = []
+    for m in messages:
+        earlier = summaries.get(id(m))
+        if earlier is not None and earlier.message is m:
+            read = _merge_unique(read, earlier.read)
+            modified = _merge_unique(modified, earlier.modified)
+            continue
+        if isinstance(m, UserInput):
+            for b in _blocks(m.text):
+                if b[0] == "file":
+                    read = _merge_unique(read, [b[1]])
+        elif isinstance(m, AssistantMessage):
+            for c in m.calls:
+                paths = _collect_paths(c.input)
+                if c.name == "read_files":
+                    read = _merge_unique(read, paths)
+                elif c.name in ("editor", "apply_patch"):
+                    modified = _merge_unique(modified, paths)
+    return read, modified
+
+
+@dataclass(frozen=True)
+class _Summary:
+    """An agentic summary message and its metadata (``summary``, ``details``)."""
+
+    message: UserInput
+    text: str
+    read: tuple[str, ...]
+    modified: tuple[str, ...]
+
+
+def _cut_text(text: str, limit: int) -> str:
+    """``compaction-shared.ts`` ``truncateText``."""
+    return text if len(text) <= limit else f"{text[:limit]}\n...[truncated {len(text) - limit} chars]"
+
+
+def _serialize(message: Message) -> str:
+    """``serializeMessage``: one message as the summarizer reads it."""
+    lines: list[str] = []
+    if isinstance(message, UserInput):
+        for b in _blocks(message.text):
+            if b[0] == "text":
+                lines.append(f"[User]: {b[1]}")
+            else:
+                lines.append(f"[User file {b[1]}]: {_cut_text(b[2], TOOL_RESULT_CHARS)}")
+        lines.extend(f"[User image]: {a.mime}" for a in message.attachments)
+    elif isinstance(message, AssistantMessage):
+        if message.text:
+            lines.append(f"[Bot]: {message.text}")
+        for c in message.calls:
+            data = c.input if isinstance(c.input, Mapping) else {}
+            args = ", ".join(f"{key}={_json(value)}" for key, value in data.items())
+            lines.append(f"[Bot tool calls]: {c.name}({args})")
+    else:
+        for r in message.results:
+            lines.append(f"[Tool result]: {_cut_text(r.content, TOOL_RESULT_CHARS)}")
+    return "\n".join(lines)
+
+
+def summary_request(conversation: str, read: Sequence[str], edited: Sequence[str], previous: str = "") -> str:
+    """``buildSummaryRequest``: what the agentic summarizer is asked."""
+    parts = [
+        "Summarize this session for continuation. Be concise and factual.\n\n"
+        "## Goal\nOne sentence: what is being built or fixed.\n\n"
+        "## State\n- Done: completed steps\n- In Progress: current work\n- Blocked: blockers or open questions\n\n"
+        "## Highlights\nKey technical choices or notable findings (omit if none).\n\n"
+        "## Next\nImmediate next steps.\n\n"
+        f"## Files\nRead: {', '.join(read) or 'none'}\nEdited: {', '.join(edited) or 'none'}"
+    ]
+    if previous.strip():
+        parts.append(f"Previous summary:\n{previous.strip()}")
+    parts.append(f"Conversation:\n{conversation or '(empty)'}")
+    return "\n\n".join(parts)
+
+
+_FILES_SECTION = re.compile(r"^## Files$", re.I | re.M)
+
+
+def _ensure_files_section(summary: str, read: Sequence[str], modified: Sequence[str]) -> str:
+    """``ensureFilesSection``: a summary without ``## Files`` gets Cline's own."""
+    if _FILES_SECTION.search(summary):
+        return summary.strip()
+    r = "\n".join(f"- {p}" for p in read) or "- none"
+    m = "\n".join(f"- {p}" for p in modified) or "- none"
+    return f"{summary.strip()}\n\n## Files\nRead:\n{r}\nModified:\n{m}".strip()
+
+
+def summary_message(summary: str) -> str:
+    """``buildSummaryMessage``: the text of the user message carrying ``summary``."""
+    return f"Context summary:\n\n{summary}"
+
+
+# --- configuration -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ClineCompacted:
+    """Event: Cline's estimate of the request was ``tokens`` (>= ``trigger``; any, for a
+    manual compaction), so ``strategy`` (``"basic"`` or ``"agentic"``) rewrote ``before``
+    messages into ``after``, aiming at ``target`` tokens of messages. ``fallback``: the
+    agentic summarizer failed and basic ran instead, as Cline does."""
+
+    strategy: str
+    tokens: int
+    trigger: float
+    target: int
+    before: int
+    after: int
+    fallback: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class _SDKCompaction:
+    max_input: int = DEFAULT_MAX_INPUT
+    """Cline's ``maxInput``: the model's max input tokens (at most its context window), or 90%
+    of the window when only that is known; 128,000 when neither is."""
+    trigger: int | None = None
+    """The request estimate at which Cline compacts; ``None``: ``0.9 × max_input``, as Cline
+    (which has no setting for it)."""
+    max_output: int | None = None
+    """The model's reported max output tokens; ``None``: not reported. Below ``max_input``,
+    a conversation of 5 exchanges or more is compacted to half of ``max_input``."""
+
+    def __post_init__(self) -> None:
+        check_int("max_input", self.max_input, 1)
+        if self.trigger is not None:
+            check_int("trigger", self.trigger, 1)
+            if self.trigger > self.max_input:
+                raise StrategyError(f"trigger must be at most max_input ({self.max_input:,}), got {self.trigger:,}; "
+                                    "raise max_input")
+        if self.max_output is not None:
+            check_int("max_output", self.max_output, 1)
+
+    @property
+    def trigger_tokens(self) -> float:
+        """The request estimate at which Cline compacts (``0.9 × max_input`` by default)."""
+        return self.max_input * TRIGGER_RATIO if self.trigger is None else float(self.trigger)
+
+    def request_target(self, messages: Sequence[Message]) -> float:
+        """``resolveAutoRequestTargetTokens``: the request size an automatic compaction aims at."""
+        trigger = self.trigger_tokens
+        long = (_pairs(messages) >= 5 and self.max_output is not None and self.max_output < self.max_input)
+        target = math.floor(self.max_input * LONG_CONVERSATION_TARGET_RATIO) if long \
+            else math.floor(trigger * TARGET_RATIO)
+        return max(1, min(target, self.max_input, max(1, trigger - 1)))
+
+
+@dataclass(frozen=True, kw_only=True)
+class BasicCompaction(_SDKCompaction):
+    """The Cline SDK's ``basic`` compaction (no model): every typed prompt kept, older turns'
+    final answers, the latest turn's newest messages, and a notice of the dropped work."""
+
+    def context(self, base_system: str, *, tools: Sequence[Mapping[str, Any]] = (),
+                on_event: Callable[[object], None] | None = None) -> "ClineContext":
+        """A fresh lifecycle context; ``tools`` are the schemas Cline would send (they count
+        in its estimate of the request)."""
+        return ClineContext(base_system, self, tools=tools, on_event=on_event)
+
+    def compact_manually(self, messages: Sequence[Message], *, system: str = "",
+                         tools: Sequence[Mapping[str, Any]] = (),
+                         ratio: float = MANUAL_TARGET_RATIO) -> tuple[Message, ...] | None:
+        """What Cline's ``/compact`` (``mode: "manual"``; ``scripts/compact-session.ts``) makes
+        of ``messages`` — a history this strategy did not write, so nothing in it is frozen —
+        or None when it would change nothing."""
+        ctx = self.context(system, tools=tools)
+        return ctx._manual(list(messages), ratio)
+
+
+@dataclass(frozen=True, kw_only=True)
+class AgenticCompaction(_SDKCompaction):
+    """The Cline SDK's ``agentic`` compaction (its default): the newest
+    ``preserve_recent_tokens`` verbatim, the rest summarized with the previous summary."""
+
+    preserve_recent_tokens: int = PRESERVE_RECENT_TOKENS
+    """Tokens (Cline's estimate) kept verbatim at the end; capped by the message target.
+    ``scripts/compact-session.ts`` runs with 0 unless told."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_int("preserve_recent_tokens", self.preserve_recent_tokens, 0)
+
+    def context(self, base_system: str, *, distill: Distill, tools: Sequence[Mapping[str, Any]] = (),
+                on_event: Callable[[object], None] | None = None) -> "ClineContext":
+        """A fresh lifecycle context with its own distiller (build one per replay)."""
+        return ClineContext(base_system, self, tools=tools, distill=distill, on_event=on_event)
+
+    def compact_manually(self, messages: Sequence[Message], *, distill: Distill, system: str = "",
+                         tools: Sequence[Mapping[str, Any]] = (),
+                         ratio: float = MANUAL_TARGET_RATIO) -> tuple[Message, ...] | None:
+        """What Cline's ``/compact`` makes of ``messages`` with ``distill`` as its summarizer,
+        or None when it would change nothing."""
+        ctx = self.context(system, tools=tools, distill=distill)
+        return ctx._manual(list(messages), ratio)
+
+
+# --- the lifecycle ---------------------------------------------------------------------------
+
+
+class ClineContext:
+    """The Cline SDK's compaction in Harpe's lifecycle.
+
+    Every request sends the history (the messages since the last compaction's output, which
+    replaced what it compacted). At every `compact` Cline's estimate of the whole request is
+    compared with the trigger; at or above it the configured compaction runs on the whole
+    history, the current turn included. A compaction that changes nothing (or an agentic one
+    whose summarizer returns nothing) leaves the request as it is; the next request checks
+    again. Reports `ClineCompacted` at every compaction; an agentic one also reports
+    `ContextCompacted` (the messages not carried verbatim) and its summarizer call as a
+    `DistillCall`.
+    """
+
+    def __init__(self, base_system: str, config: BasicCompaction | AgenticCompaction, *,
+                 tools: Sequence[Mapping[str, Any]] = (), distill: Distill | None = None,
+                 on_event: Callable[[object], None] | None = None) -> None:
+        if not isinstance(base_system, str):
+            raise StrategyError(f"base_system must be a str, got {type(base_system).__name__}")
+        if not isinstance(config, (BasicCompaction, AgenticCompaction)):
+            raise StrategyError(f"config must be a BasicCompaction or an AgenticCompaction, got {config!r}")
+        self._events = EventHub(on_event)
+        self._distill = None if distill is None and isinstance(config, BasicCompaction) \
+            else MeteredDistill(distill, self._events)  # type: ignore[arg-type]
+        self.base_system = base_system
+        self.config = config
+        self.tools = tuple(tools)
+        self._frame_chars = _request_frame_chars(base_system, self.tools)
+        self._messages: list[Message] = []
+        self._marks: list[int] = []
+        self._chars: list[int] = []  # JSON length of each message
+        self._total_chars = 0
+        self._summary = ""
+        self._summaries: dict[int, _Summary] = {}  # the summary message in the history, by identity
+        self._marked: tuple = ([], [], [], 0, "", {})
+        self._turn_input: UserInput | None = None
+        self._continues = True
+
+    @property
+    def limit(self) -> Limit:
+        """The trigger, as a target: Cline compacts before sending, by its own estimate."""
+        return Limit(tokens=math.floor(self.config.trigger_tokens), kind="target")
+
+    @property
+    def summary(self) -> str:
+        """The last agentic summary ("" before the first, and always for the basic mode)."""
+        return self._summary
+
+    @property
+    def transcript(self) -> tuple[Message, ...]:
+        """What the next request carries (a copy)."""
+        return tuple(self._messages)
+
+    @property
+    def tokens(self) -> int:
+        """Cline's estimate of the next request: ``ceil(JSON characters / 3)``."""
+        n = len(self._messages)
+        return _estimate_chars(self._frame_chars + self._total_chars + max(0, n - 1))
+
+    def subscribe(self, sink: Callable[[object], None]) -> None:
+        """Also report every event to ``sink``."""
+        self._events.subscribe(sink)
+
+    def _set(self, messages: list[Message], marks: list[int]) -> None:
+        self._messages, self._marks = messages, marks
+        self._chars = [_message_chars(m) for m in messages]
+        self._total_chars = sum(self._chars)
+
+    def begin_turn(self, input: UserInput) -> None:
+        if not isinstance(input, UserInput):
+            raise TypeError(f"begin_turn takes a UserInput, got {type(input).__name__}")
+        # the lists and their length, not copies: appends only extend them, and a compaction
+        # replaces them, so the turn's start stays readable in O(1)
+        self._marked = (self._messages, self._marks, self._chars, len(self._messages), self._summary,
+                        self._summaries)
+        self._turn_input = input
+        self.append(input)
+
+    def append(self, message: Message) -> None:
+        if not isinstance(message, (UserInput, AssistantMessage, ToolResults)):
+            raise TypeError(f"append takes a harpe_lab message, got {type(message).__name__}")
+        chars = _message_chars(message)
+        self._messages.append(message)
+        self._marks.append(0)
+        self._chars.append(chars)
+        self._total_chars += chars
+
+    def observe(self, usage: Usage) -> None:
+        pass  # Cline's trigger is its own estimate, not the reported usage
+
+    def _budget(self, tokens: int) -> tuple[int, int, int]:
+        """(the messages' estimate, the message trigger, the request overhead)."""
+        messages = sum(_estimate_chars(c) for c in self._chars)
+        overhead = max(0, tokens - messages)
+        trigger = max(1, math.floor(self.config.trigger_tokens - overhead))
+        return messages, trigger, overhead
+
+    def compact(self) -> Compaction:
+        tokens = self.tokens
+        compacted = False
+        if tokens >= self.config.trigger_tokens:
+            _, trigger, overhead = self._budget(tokens)
+            target = max(1, math.floor(self.config.request_target(self._messages) - overhead))
+            compacted = self._run(tokens, target, trigger)
+        edits = () if self._continues and not compacted else None
+        self._continues = True
+        return Compaction(deferred(self.base_system, self._messages), compacted, edits)
+
+    def _manual(self, messages: list[Message], ratio: float) -> tuple[Message, ...] | None:
+        if not isinstance(ratio, (int, float)) or isinstance(ratio, bool) or not math.isfinite(ratio):
+            raise StrategyError(f"ratio must be a number, got {ratio!r}")
+        for k, m in enumerate(messages):
+            if not isinstance(m, (UserInput, AssistantMessage, ToolResults)):
+                raise TypeError(f"messages[{k}] is not a harpe_lab message: {m!r}")
+        self._set(messages, [0] * len(messages))
+        tokens = self.tokens
+        total, trigger, _ = self._budget(tokens)
+        # resolveManualMessageTargetTokens: the ratio is held between 0.05 and 0.95
+        target = max(1, math.floor(min(trigger, total * min(0.95, max(0.05, ratio)))))
+        return tuple(self._messages) if self._run(tokens, target, trigger) else None
+
+    def _run(self, tokens: int, target: int, trigger: int) -> bool:
+        before = len(self._messages)
+        fallback = False
+        result: tuple[list[Message], list[int]] | None
+        strategy = "basic"
+        written: _Summary | None = None
+        if isinstance(self.config, AgenticCompaction):
+            try:
+                result, written = self._agentic(target)
+                strategy = "agentic"
+            except _SummarizerFailed:
+                # Cline falls back to the deterministic basic compaction when the summary fails
+                result, fallback = _basic(self._messages, self._marks, target=target, trigger=trigger), True
+        else:
+            result = _basic(self._messages, self._marks, target=target, trigger=trigger)
+        if result is None:
+            return False
+        messages, marks = result
+        old = {id(m) for m in self._messages}
+        verbatim = sum(id(m) in old for m in messages)
+        kept = {id(m) for m in messages}
+        summaries = {k: v for k, v in self._summaries.items() if k in kept}
+        if written is not None:
+            summaries = {id(written.message): written}
+            self._summary = written.text
+        self._summaries = summaries
+        self._set(messages, marks)
+        self._events.emit(ClineCompacted(strategy, tokens, self.config.trigger_tokens, target, before,
+                                         len(messages), fallback))
+        if written is not None:
+            # a summary was written: what left the request is summarized. Basic compaction's
+            # notices are rule-written, not a summary (no distill call): a compaction only
+            self._events.emit(ContextCompacted(before - verbatim))
+        return True
+
+    def _agentic(self, target: int) -> tuple[tuple[list[Message], list[int]] | None, "_Summary | None"]:
+        config = self.config
+        assert isinstance(config, AgenticCompaction) and self._distill is not None
+        messages, marks = self._messages, self._marks
+        if len(messages) < 2:
+            return None, None
+        cut = _cut_index(messages, marks, min(config.preserve_recent_tokens, target))
+        if cut <= 0 or cut >= len(messages):
+            return None, None
+        head = messages[:cut]
+        latest = next((k for k in range(cut - 1, -1, -1) if marks[k] & _SUMMARY), -1)
+        earlier = self._summaries.get(id(head[latest])) if latest >= 0 else None
+        previous = earlier.text if earlier is not None and earlier.message is head[latest] else ""
+        fold = head[latest + 1:]
+        if not fold:
+            return None, None
+        pre_read, pre_modified = _file_ops(head, self._summaries)
+        # the summarizer is the active model (no separate one is configured): its input
+        # limit is the same max input
+        overhead = _estimate_chars(_js_len(summary_request("", pre_read, pre_modified, previous)))
+        room = config.max_input - overhead
+        if room <= 0:
+            return None, None
+        projected, _, ok = _project(list(fold), list(range(len(fold))), room)
+        if not ok:
+            return None, None
+        read, modified = _file_ops(projected, {})
+        conversation = "\n\n".join(_serialize(m) for m in projected).strip()
+        request = Rendered(SUMMARY_SYSTEM, (UserInput(summary_request(conversation, read, modified, previous)),))
+        try:
+            reply = self._distill(request)
+        except Exception as exc:  # noqa: BLE001 - Cline catches any summarizer failure
+            raise _SummarizerFailed from exc
+        if reply is not None and not isinstance(reply, str):
+            raise StrategyError(f"distill must return a str or None, got {type(reply).__name__}")
+        if not reply or not reply.strip():
+            return None, None  # no summary text: the history stays as it was
+        summary = _ensure_files_section(reply.strip(), read, modified)
+        message = UserInput(summary_message(summary))
+        written = _Summary(message, summary, tuple(read), tuple(modified))
+        return ([message, *messages[cut:]], [_SUMMARY, *marks[cut:]]), written
+
+    def commit_turn(self) -> None:
+        self._turn_input = None
+
+    def abort_turn(self) -> None:
+        messages, marks, chars, length, self._summary, self._summaries = self._marked
+        self._messages, self._marks, self._chars = messages[:length], marks[:length], chars[:length]
+        self._total_chars = sum(self._chars)
+        self._continues = False
+        if self._turn_input is not None:  # an aborted turn keeps its input, as Harpe's contexts do
+            self.append(self._turn_input)
+        self._turn_input = None
+
+    def __repr__(self) -> str:
+        kind = "agentic" if isinstance(self.config, AgenticCompaction) else "basic"
+        return f"ClineContext({kind}, trigger={self.config.trigger_tokens:,.0f}, {len(self._messages)} messages)"
+
+
+class _SummarizerFailed(Exception):
+    """The agentic summarizer raised: Cline falls back to basic compaction."""
+
+
+# --- the legacy extension's context manager ------------------------------------------------------
+
+
+def max_allowed_size(context_window: int) -> float:
+    """``getContextWindowInfo``'s ``maxAllowedSize``: the usage at which the legacy extension
+    truncates, by its window table (64k: W - 27k; 128k: W - 30k; 200k: W - 40k; any other:
+    the larger of W - 40k and 80% of W)."""
+    check_int("context_window", context_window, 1)
+    table = {64_000: 27_000, 128_000: 30_000, 200_000: 40_000}
+    if context_window in table:
+        return float(context_window - table[context_window])
+    return float(max(context_window - 40_000, context_window * 0.8))
+
+
+@dataclass(frozen=True)
+class LegacyTruncated:
+    """Event: the previous request used ``tokens`` (>= ``max_allowed``). ``saved`` is the
+    share of characters the duplicate-file-read notices saved (0 when there were none);
+    below 30%, ``keep`` (``"half"`` or ``"quarter"``) of the rest was kept and everything
+    from the third message through ``deleted_to`` (an index into the provider's alternating
+    messages) is now left out."""
+
+    tokens: int
+    max_allowed: float
+    saved: float
+    truncated: bool
+    keep: str
+    deleted_to: int | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class LegacyContextManager:
+    """The Cline VS Code extension's programmatic context management (in use until 2026-06):
+    once the previous request's usage reaches ``max_allowed`` (the window table's
+    ``maxAllowedSize``), replace every earlier read of a file read again by a notice; when
+    that saves under 30% of the characters, keep the first exchange and delete half (a
+    quarter when the usage is over twice ``max_allowed``: three quarters) of the rest.
+
+    Source: cline/cline@4619bb78^ ``apps/vscode/src/core/context/context-management/``
+    ``ContextManager.ts`` (``getNewContextMessagesAndMetadata``, ``getNextTruncationRange``,
+    ``getAndAlterTruncatedMessages``, the file-read optimization) and
+    ``context-window-utils.ts``. The extension's messages alternate strictly (a user message
+    holds the tool results and any text that follows them): here consecutive `UserInput`
+    and `ToolResults` are one of its user messages, consecutive replies one assistant
+    message, and its indices count those groups. Duplicate reads are recognized in Cline's own
+    formats only — a tool result or text starting ``[read_file for '<path>'] Result:``,
+    ``<final_file_content path="…">`` in a ``write_to_file`` / ``replace_in_file`` result,
+    ``<file_content path="…">`` mentions in the first three blocks of a user message — so on
+    other agents' sessions only truncation happens.
+    """
+
+    context_window: int = 128_000
+    """The model's context window (``model.info.contextWindow``; 128,000 when unknown)."""
+    max_allowed: int | None = None
+    """The usage (input plus output tokens of the previous request) at which it acts;
+    ``None``: the window table's ``maxAllowedSize``."""
+
+    def __post_init__(self) -> None:
+        check_int("context_window", self.context_window, 1)
+        if self.max_allowed is not None:
+            check_int("max_allowed", self.max_allowed, 1)
+
+    @property
+    def threshold(self) -> float:
+        """The usage at which the extension acts."""
+        return max_allowed_size(self.context_window) if self.max_allowed is None else float(self.max_allowed)
+
+    def context(self, base_system: str, *, on_event: Callable[[object], None] | None = None) -> "LegacyContext":
+        """A fresh lifecycle context with this configuration."""
+        return LegacyContext(base_system, self, on_event=on_event)
+
+
+_READ_HEADER = re.compile(r"^\[([^\s]+) for '([^']+)'\] Result:")
+_FILE_MENTION = re.compile(r'<file_content path="([^"]*)">([\s\S]*?)</file_content>')
+_FINAL_FILE = re.compile(r'(<final_file_content path="[^"]*">)[\s\S]*?(</final_file_content>)')
+_MENTION, _READ, _ALTER = 4, 2, 3  # EditType.FILE_MENTION, READ_FILE_TOOL, ALTER_FILE_TOOL
+
+
+@dataclass
+class _Block:
+    """A text the extension can rewrite: a tool result's content or a user text."""
+
+    message: int  # index into the transcript
+    result: int | None  # index into the results, None for a user text or a reply's text
+
+
+class LegacyContext:
+    """`LegacyContextManager` in Harpe's lifecycle.
+
+    The stored transcript only grows; what is sent is the first two provider messages, the
+    messages after the deleted range, and the rewrites made so far (duplicate-read notices,
+    the truncation notice in place of the first reply's text). After a truncation the
+    results that answered deleted calls are dropped from the first message after the cut,
+    and a reply whose calls lost their results gets ``"result missing"`` for each, as
+    ``ensureToolResultsFollowToolUse`` does. Reports `LegacyTruncated` whenever the usage
+    reached the threshold.
+    """
+
+    def __init__(self, base_system: str, config: LegacyContextManager, *,
+                 on_event: Callable[[object], None] | None = None) -> None:
+        if not isinstance(base_system, str):
+            raise StrategyError(f"base_system must be a str, got {type(base_system).__name__}")
+        if not isinstance(config, LegacyContextManager):
+            raise StrategyError(f"config must be a LegacyContextManager, got {config!r}")
+        self._events = EventHub(on_event)
+        self.base_system = base_system
+        self.config = config
+        self._transcript: list[Message] = []
+        self._groups: list[list[int]] = []  # the provider's messages, as transcript indices
+        self._deleted: int | None = None  # the deleted range is [2, _deleted]
+        # group -> (edit type, {block -> [text, ...]}, mention metadata (replaced, all))
+        self._updates: dict[int, tuple[int, dict[int, list[str]], tuple[list[str], list[str]] | None]] = {}
+        self._noticed = False  # the truncation notice is set (on group 1, block 0)
+        self._reported: int | None = None  # the previous request's usage, until acted on
+        self._observed: int | None = None  # the usage reported for the last request made (None: none yet)
+        self._sent: list[Message] = []
+        self._rendered_to = 0  # transcript messages the current rendering holds
+        self._dirty = True  # the rendering must be rebuilt
+        self._aborted = False  # an abort since the last request
+        self._marked: tuple = ([], 0, None, {}, False)
+        self._turn_input: UserInput | None = None
+
+    @property
+    def limit(self) -> Limit:
+        """The threshold, as a reactive high-water mark (the request that crosses it goes out)."""
+        return Limit(tokens=math.floor(self.config.threshold), kind="high_water")
+
+    @property
+    def transcript(self) -> tuple[Message, ...]:
+        """The whole stored history (a copy)."""
+        return tuple(self._transcript)
+
+    def subscribe(self, sink: Callable[[object], None]) -> None:
+        """Also report every event to ``sink``."""
+        self._events.subscribe(sink)
+
+    def begin_turn(self, input: UserInput) -> None:
+        if not isinstance(input, UserInput):
+            raise TypeError(f"begin_turn takes a UserInput, got {type(input).__name__}")
+        self._marked = (self._transcript, len(self._transcript), self._deleted, self._updates, self._noticed)
+        self._turn_input = input
+        self.append(input)
+
+    def append(self, message: Message) -> None:
+        if not isinstance(message, (UserInput, AssistantMessage, ToolResults)):
+            raise TypeError(f"append takes a harpe_lab message, got {type(message).__name__}")
+        self._transcript.append(message)
+        self._group(len(self._transcript) - 1)
+
+    def _group(self, k: int) -> None:
+        assistant = isinstance(self._transcript[k], AssistantMessage)
+        if self._groups and isinstance(self._transcript[self._groups[-1][0]], AssistantMessage) == assistant:
+            self._groups[-1].append(k)
+        else:
+            self._groups.append([k])
+
+    def observe(self, usage: Usage) -> None:
+        # tokensIn + tokensOut + cacheWrites + cacheReads: Cline's tokensIn leaves the cache
+        # out, ours is the whole input
+        self._reported = self._observed = usage.input_tokens + usage.output_tokens
+
+    # -- blocks --------------------------------------------------------------------------
+
+    def _blocks(self, g: int) -> list[_Block]:
+        """The text blocks of provider message ``g`` a rewrite can address, in order."""
+        out: list[_Block] = []
+        for k in self._groups[g]:
+            m = self._transcript[k]
+            if isinstance(m, ToolResults):
+                out.extend(_Block(k, j) for j in range(len(m.results)))
+            elif isinstance(m, UserInput):
+                out.append(_Block(k, None))
+        return out
+
+    def _text(self, block: _Block) -> str:
+        m = self._transcript[block.message]
+        if isinstance(m, ToolResults):
+            return m.results[block.result].content  # type: ignore[index]
+        return m.text  # type: ignore[union-attr]
+
+    def _start(self) -> int:
+        return 2 if self._deleted is None else self._deleted + 1
+
+    # -- the file-read optimization ------------------------------------------------------
+
+    def _duplicates(self, start: int) -> tuple[dict[str, list[tuple]], dict[int, list[str]]]:
+        """``getPossibleDuplicateFileReads``: every read of each file, from provider message
+        ``start`` on, with what it would be replaced by."""
+        reads: dict[str, list[tuple]] = {}
+        mention_paths: dict[int, list[str]] = {}
+        for g in range(start, len(self._groups)):
+            replaced: list[str] = []
+            if g in self._updates:
+                kind, blocks, meta = self._updates[g]
+                if kind != _MENTION:
+                    continue
+                if meta is not None:
+                    if len(meta[0]) == len(meta[1]):
+                        continue  # every file mentioned here is replaced already
+                    replaced = meta[0]
+            if isinstance(self._transcript[self._groups[g][0]], AssistantMessage):
+                continue
+            blocks_ = self._blocks(g)
+            if not blocks_:
+                continue
+            first = self._text(blocks_[0])
+            if not first:
+                continue
+            found = False
+            header = _READ_HEADER.match(first)
+            if header:
+                tool, path = header.group(1), header.group(2)
+                index = 0 if len(first) > len(header.group(0)) else 1
+                if tool == "read_file":
+                    # the old format holds the content in the next block, the new one after the header
+                    text = DUPLICATE_FILE_READ_NOTICE if index == 1 \
+                        else header.group(0) + "\n" + DUPLICATE_FILE_READ_NOTICE
+                    reads.setdefault(path, []).append((g, _READ, "", text, index))
+                    found = True
+                elif tool in ("replace_in_file", "write_to_file"):
+                    is_result = blocks_[0].result is not None
+                    text = first if is_result or index == 0 else (
+                        self._text(blocks_[1]) if index == 1 and len(blocks_) > 1 and blocks_[1].result is None
+                        else None)
+                    if text:
+                        if _FINAL_FILE.search(text):
+                            new = _FINAL_FILE.sub(lambda m: f"{m.group(1)} {DUPLICATE_FILE_READ_NOTICE} {m.group(2)}",
+                                                  text, count=1)
+                            reads.setdefault(path, []).append((g, _ALTER, "", new, index))
+                        found = True
+            if not found:
+                for index in (0, 1, 2):
+                    if index >= len(blocks_):
+                        break
+                    text = self._text(blocks_[index])
+                    matches = list(_FILE_MENTION.finditer(text)) if text else []
+                    if not matches:
+                        continue
+                    paths = []
+                    for m in matches:
+                        path = m.group(1)
+                        paths.append(path)
+                        if path not in replaced:
+                            new = f'<file_content path="{path}">{DUPLICATE_FILE_READ_NOTICE}</file_content>'
+                            reads.setdefault(path, []).append((g, _MENTION, m.group(0), new, index))
+                    mention_paths[g] = paths
+                    break
+        return reads, mention_paths
+
+    def _optimize(self, start: int) -> tuple[bool, set[int]]:
+        """``applyFileReadContextHistoryUpdates``: every read of a file but its latest
+        replaced. Returns whether anything changed and which provider messages."""
+        reads, mention_paths = self._duplicates(start)
+        updates = {g: (kind, {b: list(v) for b, v in blocks.items()}, meta)
+                   for g, (kind, blocks, meta) in self._updates.items()}
+        changed: set[int] = set()
+        mentions: dict[int, list] = {}  # group -> [text, files replaced, block]
+        for path, found in reads.items():
+            if len(found) < 2:
+                continue
+            for g, kind, search, new, block in found[:-1]:
+                changed.add(g)
+                if kind == _MENTION:
+                    if g not in mentions:
+                        base, before = "", []
+                        if g in updates and updates[g][1].get(block):
+                            base = updates[g][1][block][-1]
+                            before = list(updates[g][2][0]) if updates[g][2] else []
+                        if not base:
+                            blocks_ = self._blocks(g)
+                            base = self._text(blocks_[block]) if block < len(blocks_) else ""
+                        mentions[g] = [base, before, block]
+                    if search and mentions[g][0]:
+                        mentions[g][0] = mentions[g][0].replace(search, new, 1)
+                        mentions[g][1].append(path)
+                else:
+                    entry = updates.setdefault(g, (kind, {}, None))
+                    entry[1].setdefault(block, []).append(new)
+        for g, (text, replaced, block) in mentions.items():
+            if g not in mention_paths:
+                continue
+            entry = updates.setdefault(g, (_MENTION, {}, None))
+            entry[1].setdefault(block, []).append(text)
+            updates[g] = (entry[0], entry[1], (replaced, list(mention_paths[g])))
+        if changed:
+            self._updates = updates
+        return bool(changed), changed
+
+    def _saved(self, changed: set[int]) -> float:
+        """``calculateContextOptimizationMetrics``: the share of characters just saved, over
+        the first two provider messages and those after the deleted range."""
+        total = saved = 0
+        for g in [0, 1, *range(self._start(), len(self._groups))]:
+            if g >= len(self._groups):
+                continue
+            members = self._groups[g]
+            if isinstance(self._transcript[members[0]], AssistantMessage):
+                for j, k in enumerate(members):
+                    text = self._transcript[k].text  # type: ignore[union-attr]
+                    # the truncation notice is an earlier rewrite of the first reply's text
+                    total += len(LEGACY_TRUNCATION_NOTICE) if g == 1 and j == 0 and self._noticed and text \
+                        else len(text)
+                continue
+            entry = self._updates.get(g)
+            for b, block in enumerate(self._blocks(g)):
+                text = self._text(block)
+                if not text:
+                    continue
+                versions = entry[1].get(b) if entry else None
+                if versions and g in changed:
+                    original = len(versions[-2]) if len(versions) > 1 else len(text)
+                    saved += original - len(versions[-1])
+                    total += original
+                elif versions:
+                    total += len(versions[-1])
+                else:
+                    total += len(text)
+        return saved / total if total else 0.0
+
+    # -- the request ---------------------------------------------------------------------
+
+    def compact(self) -> Compaction:
+        acted = False
+        reported = self._reported
+        self._observed = None  # this request's usage, once observed
+        if reported is not None and reported >= self.config.threshold:
+            self._reported = None  # acted on: the next check waits for the next request's usage
+            acted = True
+            keep = "quarter" if reported / 2 > self.config.threshold else "half"
+            changed, where = self._optimize(self._start())
+            saved = self._saved(where) if changed else 0.0
+            truncate = not changed or saved < 0.3
+            if truncate:
+                self._noticed = True
+                self._deleted = self._next_range(keep)
+            self._dirty = True
+            self._events.emit(LegacyTruncated(reported, self.config.threshold, saved, truncate, keep, self._deleted))
+        if self._dirty or self._needs_rebuild():
+            before = self._sent
+            self._sent = self._render()
+            self._rendered_to = len(self._transcript)
+            self._dirty = False
+            continues = len(self._sent) >= len(before) and all(a is b for a, b in zip(before, self._sent))
+            # an abort takes back what a turn appended: a new turn starts from the new rendering
+            # anyway, so only a rewrite of what the provider holds is a compaction
+            aborted, self._aborted = self._aborted, False
+            return Compaction(deferred(self.base_system, self._sent), acted or (not continues and not aborted),
+                              None)
+        self._sent.extend(self._transcript[self._rendered_to:])
+        self._rendered_to = len(self._transcript)
+        return Compaction(deferred(self.base_system, self._sent), False, ())
+
+    def _needs_rebuild(self) -> bool:
+        """Whether what was appended since the last request falls where the rendering
+        rewrites (the first message after the cut, whose tool results are dropped)."""
+        if self._deleted is None:
+            return False
+        cut = self._deleted + 1
+        return cut < len(self._groups) and any(k >= self._rendered_to for k in self._groups[cut])
+
+    def _next_range(self, keep: str) -> int:
+        """``getNextTruncationRange``: the new inclusive end of the deleted range."""
+        n = len(self._groups)
+        start = self._start()
+        if keep == "half":
+            remove = (n - start) // 4 * 2
+        else:
+            remove = math.floor((n - start) * 3 / 4 / 2) * 2
+        end = start + remove - 1
+        if 0 <= end < n and not isinstance(self._transcript[self._groups[end][0]], AssistantMessage):
+            end -= 1
+        return end
+
+    def _render(self) -> list[Message]:
+        """``getAndAlterTruncatedMessages``."""
+        groups = list(range(min(2, len(self._groups)))) + list(range(self._start(), len(self._groups)))
+        out: list[Message] = []
+        cut = self._start() if self._start() > 2 else None
+        for g in groups:
+            rewrites = self._updates.get(g, (0, {}, None))[1]
+            members = self._groups[g]
+            if isinstance(self._transcript[members[0]], AssistantMessage):
+                for j, k in enumerate(members):
+                    m = self._transcript[k]
+                    assert isinstance(m, AssistantMessage)
+                    if j == 0 and g == 1 and self._noticed and m.text:
+                        m = AssistantMessage(LEGACY_TRUNCATION_NOTICE, m.calls, m.pinned)
+                    out.append(m)
+                continue
+            blocks_ = self._blocks(g)
+            texts = {(b.message, b.result): rewrites[i][-1] for i, b in enumerate(blocks_) if rewrites.get(i)}
+            for k in members:
+                m = self._transcript[k]
+                if isinstance(m, ToolResults):
+                    if g == cut:
+                        continue  # the results of deleted calls are dropped with them
+                    if any((k, j) in texts for j in range(len(m.results))):
+                        m = ToolResults(tuple(ToolResult(r.id, texts.get((k, j), r.content), r.attachments, r.success)
+                                              for j, r in enumerate(m.results)), m.pinned)
+                elif isinstance(m, UserInput) and (k, None) in texts:
+                    m = UserInput(texts[(k, None)], m.attachments, m.pinned)
+                out.append(m)
+        return _results_follow_calls(out)
+
+    def commit_turn(self) -> None:
+        self._turn_input = None
+
+    def abort_turn(self) -> None:
+        transcript, length, self._deleted, self._updates, self._noticed = self._marked
+        # the next check reads the previous request's usage: the aborted turn's last request,
+        # which may have had no reply (then there is none, as a failed request records none)
+        self._reported = self._observed
+        self._transcript = transcript[:length]
+        self._groups = []
+        for k in range(len(self._transcript)):
+            self._group(k)
+        self._dirty = True
+        self._aborted = True
+        if self._turn_input is not None:  # an aborted turn keeps its input, as Harpe's contexts do
+            self.append(self._turn_input)
+        self._turn_input = None
+
+    def __repr__(self) -> str:
+        return f"LegacyContext(threshold={self.config.threshold:,.0f}, {len(self._transcript)} messages)"
+
+
+def _results_follow_calls(messages: list[Message]) -> list[Message]:
+    """``ensureToolResultsFollowToolUse``: every reply's calls answered right after it, in
+    call order; a call whose result is gone gets ``"result missing"``."""
+    out: list[Message] = []
+    k = 0
+    while k < len(messages):
+        m = messages[k]
+        out.append(m)
+        k += 1
+        if not isinstance(m, AssistantMessage) or not m.calls or k >= len(messages):
+            continue
+        ids = [c.id for c in m.calls]
+        nxt = messages[k]
+        if isinstance(nxt, ToolResults) and [r.id for r in nxt.results] == ids:
+            continue
+        have = {r.id: r for r in nxt.results} if isinstance(nxt, ToolResults) else {}
+        # Cline also keeps results answering no call of this reply after these; the
+        # transcript never holds such (results follow their calls), so none are kept
+        out.append(ToolResults(tuple(have.get(i) or ToolResult(i, "result missing") for i in ids)))
+        if isinstance(nxt, ToolResults):
+            k += 1
+    return out
