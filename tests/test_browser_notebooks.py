@@ -69,7 +69,7 @@ def test_notebook_03_runs_to_the_end_on_a_real_claude_code_session(browser, sess
         budget = int(printed.group(1).replace(",", ""))
         assert budget > 100_000
         # ... and Compare applied it, unclamped
-        readout = page.locator(".harpe-compare .harpe-budget .widget-readout").first.inner_text()
+        readout = page.locator(".harpe-compare .harpe-budget-value input").first.input_value()
         assert int(re.sub(r"\D", "", readout)) == budget
         # every strategy ran at that budget: no panel shows an error, no table row is an error
         # spanning the columns

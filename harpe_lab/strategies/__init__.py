@@ -24,6 +24,14 @@
 * `harpe_lab.strategies.codex` — Codex CLI's inline auto-compaction (`CompactContext`): the
   newest user messages verbatim and one summary message; and its tool-output truncation
   (`ToolOutputTruncation`).
+* `harpe_lab.strategies.gemini` — Gemini CLI's chat compression and tool-output masking.
+* `harpe_lab.strategies.cline` — Cline's SDK compaction (basic and agentic) and the VS Code
+  extension's legacy context manager.
+* `harpe_lab.strategies.aider` — Aider's background summary of finished turns.
+* `harpe_lab.strategies.opencode`, `.goose`, `.roo` — OpenCode's prune and tail-keeping
+  summary, Goose's auto-compaction and tool-pair summaries, Roo Code's condense.
+* `harpe_lab.strategies.providers` — what the providers ship: the Anthropic SDK tool runner's
+  compaction and OpenAI Realtime's retention ratio.
 """
 
 from __future__ import annotations
@@ -31,8 +39,9 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
-__all__ = ["autogen", "claude_code", "clearing", "codex", "editing", "harpe", "hybrid", "langchain", "laser",
-           "masking", "openhands", "orion", "trimming"]
+__all__ = ["aider", "autogen", "claude_code", "clearing", "cline", "codex", "editing", "gemini", "goose", "harpe",
+           "hybrid", "langchain", "laser", "masking", "opencode", "openhands", "orion", "providers", "roo",
+           "trimming"]
 
 
 def __getattr__(name: str) -> Any:
