@@ -69,7 +69,7 @@ EXPECTED = {
               "inflated": "inflated"},
     "cline-agentic": {"raises": "falls back", "none": "keeps", "empty": "keeps", "error": "error summary",
                       "inflated": "inflated"},
-    "aider": {"raises": "raises", "none": "drops", "empty": "drops", "error": "error summary",
+    "aider": {"raises": "drops", "none": "drops", "empty": "drops", "error": "error summary",
               "inflated": "inflated"},
     "gemini-compress": {"raises": "raises", "none": "keeps", "empty": "keeps", "error": "error summary",
                         "inflated": "keeps"},
@@ -86,8 +86,6 @@ EXPECTED = {
 # Rows where a preset does not do what its source does: presets other sessions own, reported
 # to them. strict: the test fails once the preset is brought in line, so the entry goes.
 DEVIATIONS = {
-    ("aider", "raises"): "our Aider lets the distiller's error out of the replay; Aider's summarize_all catches "
-                         "it and its summarize_worker empties the history (source: drops)",
     ("roo", "inflated"): "our Roo sends a summary that grew the context; Roo's summarizeConversation refuses it "
                          "with condense_context_grew (read @04fc2a02) and falls back to the sliding window",
 }

@@ -498,9 +498,10 @@ def failure_outcome(replay: Any, start: int) -> FailureOutcome:
         return FailureOutcome("keeps", 0, len(at_risk), at,
                               f"failed at request {start}; from request {at} on, every message of request {at - 1} "
                               "is sent or in a summary")
-    # a fold into the failed reply (None or "") is a drop; any other cut is the preset's own
-    folded = bool(f["summarized"].iloc[at]) and any(
-        e.kind == "DistillCall" and start <= e.request <= at and not e.event.reply for e in replay.events)
+    # a fold made of no summary — the failed reply (None or ""), or nothing after a call that
+    # raised (Aider swaps in the empty result) — is a drop; any other cut is the preset's own
+    folded = bool(f["summarized"].iloc[at]) and not any(
+        e.kind == "DistillCall" and start <= e.request <= at and e.event.reply for e in replay.events)
     if folded:
         return FailureOutcome("drops", lost, len(at_risk), at,
                               f"request {at}: {lost} of {len(at_risk)} messages gone, nothing in their place")

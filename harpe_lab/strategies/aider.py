@@ -343,7 +343,12 @@ class AiderContext:
         prompt and text."""
         system = "\n\n".join(m["content"] for m in messages if m["role"] == "system")
         asked = tuple(UserInput(m["content"]) for m in messages if m["role"] != "system")
-        reply = self._distill(Rendered(system, asked))
+        try:
+            reply = self._distill(Rendered(system, asked))
+        except StrategyError:
+            raise  # the lab's own misuse, not a failed call
+        except Exception:  # noqa: BLE001 - Aider's simple_send_with_retries returns None on a failed call
+            return None
         if reply is not None and not isinstance(reply, str):
             raise StrategyError(f"distill must return a str or None, got {type(reply).__name__}")
         return reply
