@@ -28,7 +28,7 @@ from typing import Any
 
 from .conversation import Conversation
 from .errors import HarpeLabError
-from .models import CallPricing, Pricing
+from .models import CallPricing, Pricing, resolve_pricing
 from .recorded import Recorded, recorded
 from .tokens import ScaledCounter
 
@@ -169,7 +169,6 @@ def measure(conversation: Conversation, *, counter: Any = DEFAULT_COUNTER, calib
     ``bytes``) or a counter object."""
     from .calibrate import CalibrationWarning
     from .calibrate import calibrate as fit
-    from .replay import _pricing
 
     if not isinstance(conversation, Conversation):
         raise TypeError(f"measure takes a Conversation, got {type(conversation).__name__}")
@@ -194,7 +193,7 @@ def measure(conversation: Conversation, *, counter: Any = DEFAULT_COUNTER, calib
             notes += [str(w.message) for w in caught if issubclass(w.category, CalibrationWarning)]
         except HarpeLabError as err:
             why = str(err)
-    price = _pricing(pricing, conversation)
+    price = resolve_pricing(pricing, conversation.models(), cache_ttl=conversation.metadata.get("cache_ttl"))
     if isinstance(price, CallPricing) and price.unpriced:
         notes.append(f"warning: not in the price table, priced as {price.default.model}: {', '.join(price.unpriced)}")
     name = _name(used) if calibration is None else _name(base)

@@ -182,11 +182,8 @@ def recorded(conversation: Conversation) -> Recorded:
         model = u.model if u.model and u.model != "<synthetic>" else main
         cost = cost_cached = math.nan
         if pricing is not None:
-            p = pricing.for_call(model)
-            fresh = u.input_tokens - u.cache_read_tokens - u.cache_write_tokens
-            out = u.output_tokens * p.output
-            cost = u.input_tokens * p.input + out
-            cost_cached = fresh * p.input + u.cache_read_tokens * p.cache_read + u.cache_write_tokens * p.cache_write + out
+            cost, cost_cached = pricing.for_call(model).billed(u.input_tokens, u.cache_read_tokens,
+                                                               u.cache_write_tokens, u.output_tokens)
         rows.append((i, t, step, model, u.input_tokens, u.cache_read_tokens, u.cache_write_tokens, u.output_tokens,
                      cost, cost_cached))
     calls = pd.DataFrame(rows, columns=list(CALL_COLUMNS))

@@ -80,7 +80,7 @@ from ._session import ProviderSession, Sent
 from .conversation import Conversation
 from .errors import HarpeLabError, StrategyError
 from .messages import AssistantMessage, Message, Rendered, ToolResults, Usage
-from .models import CallPricing, Pricing
+from .models import CallPricing, Pricing, resolve_pricing
 from .protocol import ContextCompacted, DeclaresLimit, DistillCall, HoldsSummary, Limit, ReportsEvents
 from .tokens import REPLY_PRIMING
 
@@ -393,21 +393,6 @@ def _strategy(context: Callable[[], Any]) -> Any:
     return ctx
 
 
-def _pricing(pricing: str | Pricing | CallPricing | None, conversation: Conversation) -> Pricing | CallPricing | None:
-    """The prices a replay uses: ``"auto"`` prices each call by the model the recording names
-    for it (``None`` when it names none); a model name on a provider whose callers choose the
-    cache TTL (Anthropic) takes the one the recording's agent chose."""
-    ttl = conversation.metadata.get("cache_ttl")
-    if pricing == "auto":
-        return CallPricing.for_models(conversation.models(), cache_ttl=ttl)
-    if not isinstance(pricing, str):
-        return pricing
-    price = Pricing.for_model(pricing)
-    if ttl and price.cache is not None and price.cache.kind == "breakpoints":
-        price = Pricing.for_model(pricing, cache_ttl=ttl)
-    return price
-
-
 def replay(
     conversation: Conversation,
     context: Callable[[], Any],
@@ -435,7 +420,7 @@ def replay(
         raise TypeError(f"replay takes a Conversation, got {type(conversation).__name__}")
     ctx = _strategy(context)
     strategy = name or type(ctx).__name__
-    book = _pricing(pricing, conversation)
+    book = resolve_pricing(pricing, conversation.models(), cache_ttl=conversation.metadata.get("cache_ttl"))
     tools = tuple(tools)
     limit = ctx.limit if isinstance(ctx, DeclaresLimit) else None
     if limit is not None and not isinstance(limit, Limit):
@@ -552,12 +537,9 @@ def replay(
             if reply is not None:
                 out_tokens = recorded.output_tokens if recorded is not None and recorded.output_tokens else counter.count_message(reply)
             cost = cost_cached = d_cost = math.nan
-            if price is not None:
-                d_cost = d_in * price.input + d_out * price.output
-                extra = d_cost + out_tokens * price.output
-                cost = input_tokens * price.input + extra
-                cost_cached = ((input_tokens - read - write) * price.input + read * price.cache_read
-                               + write * price.cache_write + extra)
+            if price is not None:  # the distill calls' input is not cached
+                d_cost = price.billed(d_in, output=d_out)[0]
+                cost, cost_cached = (c + d_cost for c in price.billed(input_tokens, read, write, out_tokens))
             row = (
                 conversation.id, strategy, t, step, i, turn.outcome,
                 input_tokens, fixed - summary_sys, summary_sys + synth, total - synth - session.turn_tokens,

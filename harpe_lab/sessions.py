@@ -125,10 +125,9 @@ class _Tally:
             cost = cost_cached = 0.0
             main = pricing.default.model
             for m, (_, tokens, read, write, out) in self.by_model.items():
-                p = pricing.for_call(m or main)
-                cost += tokens * p.input + out * p.output
-                cost_cached += (tokens - read - write) * p.input + read * p.cache_read + write * p.cache_write \
-                    + out * p.output
+                plain, cached = pricing.for_call(m or main).billed(tokens, read, write, out)
+                cost += plain
+                cost_cached += cached
         sums = [sum(t[k] for t in self.by_model.values()) for k in range(1, 5)]
         compactions = tuple(
             SessionCompaction(at_call=at, trigger=trigger,

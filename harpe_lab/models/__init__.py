@@ -29,7 +29,7 @@ from __future__ import annotations
 from ._cache import CACHE_KEY_PARAMS, default_cache_dir
 from ._call import CachedModel, Completion, ModelCall, route, send
 from ._failures import Failure, classify, explain
-from ._pricing import CallPricing, Pricing, reply_cost, suggest_models
+from ._pricing import CallPricing, Pricing, reply_cost, resolve_pricing, suggest_models
 from ._prompt_cache import PREFIX_CACHE, PromptCache
 from ._response import UnusableReply, reply_of, usage_of
 from ._secrets import scrub, secrets_of
@@ -57,6 +57,7 @@ __all__ = [
     "PREFIX_CACHE",
     "suggest_models",
     "reply_cost",
+    "resolve_pricing",
     "model_input_limit",
     "count_tokens",
 ]

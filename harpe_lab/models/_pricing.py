@@ -14,7 +14,7 @@ from ..errors import StrategyError
 from ..messages import Usage
 from ._prompt_cache import ANTHROPIC_TTLS, PREFIX_CACHE, PromptCache
 
-__all__ = ["Pricing", "CallPricing", "suggest_models", "reply_cost"]
+__all__ = ["Pricing", "CallPricing", "suggest_models", "reply_cost", "resolve_pricing"]
 
 
 def _norm(name: str) -> str:
@@ -88,6 +88,15 @@ class Pricing:
         if self.cache_write is None:
             object.__setattr__(self, "cache_write", self.input)
 
+    def billed(self, tokens: int, read: int = 0, write: int = 0, output: int = 0) -> tuple[float, float]:
+        """``(without caching, with caching)`` in USD for one call's reported usage: ``tokens``
+        of input (cached parts included), ``read`` and ``write`` of them from and to the cache,
+        ``output`` tokens. With caching, fresh input, reads and writes each at their price."""
+        out = output * self.output
+        fresh = tokens - read - write
+        return (tokens * self.input + out,
+                fresh * self.input + read * self.cache_read + write * self.cache_write + out)
+
     @classmethod
     def for_model(cls, model: str, *, cache_ttl: float | None = None) -> "Pricing":
         """Look ``model`` up in litellm's offline price table (``openai/gpt-4o`` or ``gpt-4o``).
@@ -145,23 +154,16 @@ class Pricing:
 
 
 def reply_cost(model: str, usage: Usage | None) -> float:
-    """The price in USD of one reply's ``usage`` by litellm's offline table; NaN when there is
-    no usage or the table does not know ``model`` (an unknown price is never 0)."""
+    """The price in USD of one reply's ``usage`` as billed (cache reads and writes at their own
+    prices, `Pricing.billed`); NaN when there is no usage or the price table does not know
+    ``model`` (an unknown price is never 0)."""
     if usage is None:
         return math.nan
-    from ._litellm import litellm
-
-    lm = litellm()
     try:
-        inp, out = lm.cost_per_token(
-            model=model,
-            prompt_tokens=usage.input_tokens,
-            completion_tokens=usage.output_tokens,
-            cache_read_input_tokens=usage.cache_read_tokens,
-        )
-    except lm.exceptions.ModelNotMappedError:
+        price = Pricing.for_model(model)
+    except StrategyError:
         return math.nan
-    return float(inp) + float(out)
+    return price.billed(usage.input_tokens, usage.cache_read_tokens, usage.cache_write_tokens, usage.output_tokens)[1]
 
 
 @dataclass(frozen=True)
@@ -214,3 +216,16 @@ def _for_recorded(name: str, cache_ttl: float | None) -> Pricing:
     if cache_ttl and plain.cache is not None and plain.cache.kind == "breakpoints":
         return Pricing.for_model(name, cache_ttl=cache_ttl)
     return plain
+
+
+def resolve_pricing(pricing: "str | Pricing | CallPricing | None", models: Mapping[str, int], *,
+                    cache_ttl: float | None = None) -> "Pricing | CallPricing | None":
+    """The prices a replay of a recording uses: ``"auto"`` prices each call by the model the
+    recording names for it (``models``: name → calls; ``None`` when it names none); a model
+    name on a provider whose callers choose the cache TTL (Anthropic) takes the recording's
+    ``cache_ttl``; a `Pricing`, a `CallPricing` or ``None`` is used as given."""
+    if pricing == "auto":
+        return CallPricing.for_models(models, cache_ttl=cache_ttl)
+    if not isinstance(pricing, str):
+        return pricing
+    return _for_recorded(pricing, cache_ttl)
