@@ -110,6 +110,16 @@ class Recorded:
         """The calls before ``request`` (e.g. the first compaction's)."""
         return self.calls[self.calls["request"] < request]
 
+    def against(self, frame: Any) -> tuple[float, float, int]:
+        """``(replayed, recorded, calls)``: a replay's cost with caching (its request frame)
+        beside the recorded bill, over the calls the provider recorded before the first
+        recorded compaction (the whole session without one), where the two histories part.
+        Only recorded calls count: a cut-off last request has no bill to compare."""
+        cut = self.compactions[0].request if self.compactions else self.requests
+        calls = self.until(cut)
+        mine = frame.loc[frame["request"].isin(calls["request"]), "cost_usd_cached"].sum(min_count=1)
+        return float(mine), float(calls["cost_usd_cached"].sum(min_count=1)), len(calls)
+
     def as_dict(self) -> dict[str, Any]:
         """The figures every surface shows, JSON-ready."""
         nan = lambda v: None if isinstance(v, float) and math.isnan(v) else v  # noqa: E731

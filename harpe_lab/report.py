@@ -397,8 +397,7 @@ def compactions_table(replays: Mapping[str, Any], recorded: Any) -> Any:
     import pandas as pd
 
     points = list(recorded.compactions)
-    cut = points[0].request if points else recorded.requests
-    rec_cost = recorded.until(cut)["cost_usd_cached"].sum(min_count=1) if len(recorded.calls) else math.nan
+    rec_cost = recorded.against(next(iter(replays.values())).requests)[1] if replays else math.nan
     sizes = [f"{c.trigger + ' ' if c.trigger else ''}{_tokens_text(c.tokens_before)} → "
              f"{_tokens_text(c.tokens_after)} tokens" for c in points]  # fmt: skip
     rows = [{"strategy": "recorded", "compactions": len(points),
@@ -410,7 +409,7 @@ def compactions_table(replays: Mapping[str, Any], recorded: Any) -> Any:
         # the k-th recorded compaction against the k-th replayed one
         near = [f"{c.request:,} → none" if k >= len(done)
                 else f"{c.request:,} → {done[k]:,} ({done[k] - c.request:+,})" for k, c in enumerate(points)]  # fmt: skip
-        before = float(f.loc[f["request"] < cut, "cost_usd_cached"].sum(min_count=1))
+        before = recorded.against(f)[0]
         rows.append({"strategy": label, "compactions": len(done), "compacted_at": _requests_text(done),
                      "against_recorded": "; ".join(near) or "–", "cost_usd_cached_before": before})
     return pd.DataFrame(rows, columns=["strategy", "compactions", "compacted_at", "against_recorded",

@@ -216,14 +216,10 @@ def _against_recorded(frame: Any, m: Any) -> list[str]:
         return [f"replayed compactions: {_requests(replayed)}"]
     recorded = [c.request for c in rec.compactions]
     lines = [f"replayed compactions: {_requests(replayed)} · recorded: {_requests(recorded)}"]
-    cut = recorded[0] if recorded else rec.requests
-    calls = rec.until(cut)
-    # only the requests the provider recorded: a cut-off last request has no bill to compare
-    mine = frame.loc[frame["request"].isin(calls["request"]), "cost_usd_cached"].sum(min_count=1)
-    theirs = calls["cost_usd_cached"].sum(min_count=1)
+    mine, theirs, calls = rec.against(frame)
     if not (math.isnan(mine) or math.isnan(theirs)) and theirs > 0:
-        where = (f"before the first recorded compaction ({len(calls):,} recorded calls)" if recorded
-                 else f"over the {len(calls):,} recorded calls")
+        where = (f"before the first recorded compaction ({calls:,} recorded calls)" if recorded
+                 else f"over the {calls:,} recorded calls")
         lines.append(f"cost with caching {where}: replayed ${mine:,.2f}, recorded ${theirs:,.2f} "
                      f"({mine / theirs - 1:+.1%})")
     return lines
