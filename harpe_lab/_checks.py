@@ -8,7 +8,7 @@ from typing import Any, Mapping, Sequence
 from .errors import StrategyError
 from .messages import AssistantMessage, Message, Rendered, ToolResults
 from .protocol import Limit
-from .tokens import REPLY_PRIMING, prices_by_parts
+from .tokens import prices_by_parts
 
 __all__ = ["Invariants"]
 
@@ -79,7 +79,7 @@ class Invariants:
             fixed = self._fixed.get(system)
             if fixed is None:
                 c = self.counter
-                fixed = self._fixed[system] = c.count_system(system) + c.count_tools(limit.tools) + REPLY_PRIMING
+                fixed = self._fixed[system] = c.count_rendered(Rendered(system, ()), limit.tools)
             used = fixed + messages_tokens
         else:
             used = (limit.counter or self.counter).count_rendered(Rendered(system, session.messages), limit.tools)

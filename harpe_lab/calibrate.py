@@ -34,7 +34,7 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Literal, Mapping, Sequence
+from typing import Any, Callable, Iterable, Literal, Mapping, Sequence
 
 from .strategies.harpe import FullContext
 from .conversation import Conversation
@@ -124,20 +124,24 @@ def _fit(sim: Any, rec: Any) -> tuple[float, float, Method, str]:
     return 1.0, offset_only, "offset", why
 
 
-def _before_first_compaction(conversation: Conversation, turn: int, step: int) -> bool:
+def _before_first_compaction(conversation: Conversation) -> Callable[[int, int], bool]:
     """Whether request ``step`` of ``turn`` went out before the recording first compacted
     (after that, what the provider saw is no longer the full history)."""
     if not conversation.compactions:
-        return True
+        return lambda turn, step: True
     first = min(conversation.compactions, key=lambda c: (c.turn, c.message or 0))
-    if turn != first.turn:
-        return turn < first.turn
-    if first.message is None:
-        return False
     # request `step` is sent when the turn holds its input and the messages before reply `step`
-    replies = [k for k, m in enumerate(conversation.turns[turn].messages) if isinstance(m, AssistantMessage)]
-    held = 1 + (replies[step] if step < len(replies) else len(conversation.turns[turn].messages))
-    return held < first.message
+    messages = conversation.turns[first.turn].messages
+    replies = [k for k, m in enumerate(messages) if isinstance(m, AssistantMessage)]
+
+    def before(turn: int, step: int) -> bool:
+        if turn != first.turn:
+            return turn < first.turn
+        if first.message is None:
+            return False
+        return 1 + (replies[step] if step < len(replies) else len(messages)) < first.message
+
+    return before
 
 
 def _points(conversation: Conversation, session: str, counter: Any, tools: Sequence[Mapping[str, Any]],
@@ -152,7 +156,8 @@ def _points(conversation: Conversation, session: str, counter: Any, tools: Seque
                     tools=tools, name="calibration")
     f = result.requests
     f = f[f["recorded_input_tokens"].notna() & (f["recorded_input_tokens"] > 0)]
-    keep = [_before_first_compaction(conversation, t, s) for t, s in zip(f["turn"], f["step"])]
+    before = _before_first_compaction(conversation)
+    keep = [before(t, s) for t, s in zip(f["turn"], f["step"])]
     f = f[pd.Series(keep, index=f.index, dtype=bool)]
     models = []
     for turn, step in zip(f["turn"], f["step"]):

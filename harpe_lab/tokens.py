@@ -35,7 +35,7 @@ import re
 import threading
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence, runtime_checkable
+from typing import Any, Callable, ClassVar, Iterable, Mapping, Protocol, Sequence, runtime_checkable
 
 from .errors import HarpeLabError
 from .messages import AssistantMessage, Message, Rendered, ToolResults, UserInput
@@ -76,10 +76,25 @@ class TokenCounter(Protocol):
     def count_rendered(self, rendered: Rendered, tools: Sequence[Mapping[str, Any]] = ()) -> int: ...
 
 
+# the methods that price a request from its parts: overriding one may break the running sum
+_REQUEST_PRICING = ("count_rendered", "count_messages", "count_system", "count_tools")
+
+
 class _Counter:
     """Shared memoization and chat-overhead accounting; subclasses define ``_encode_len``."""
 
     name = "counter"
+
+    additive: ClassVar[bool] = True
+    """Declared: a request costs ``count_rendered(Rendered(system, ()), tools)`` plus each of
+    its messages' ``count_message``, so its price is a running sum the engine and the
+    strategies keep (`prices_by_parts`). A subclass that prices a request otherwise and does
+    not say so is taken as not additive (`__init_subclass__`)."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "additive" not in cls.__dict__ and any(name in cls.__dict__ for name in _REQUEST_PRICING):
+            cls.additive = False
 
     def __init__(self) -> None:
         self._reset_caches()
@@ -452,6 +467,8 @@ class ScaledCounter(_Counter):
     priming, offset) plus the sum of its messages' scaled counts.
     """
 
+    additive = True
+
     def __init__(self, base: _Counter, factor: float, offset: float = 0.0) -> None:
         for name, value in (("factor", factor), ("offset", offset)):
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
@@ -489,10 +506,11 @@ def counter_for_model(name: str) -> _Counter:
 
 
 def prices_by_parts(counter: Any) -> bool:
-    """Whether ``counter`` prices a request as system prompt + each message + tool schemas +
-    reply priming (harpe_lab's counters, bar `ScaledCounter`): then the price of a request
-    is a running sum over its messages, which the replay engine keeps."""
-    return _by_parts(type(counter))
+    """Whether ``counter`` prices a request as its fixed part (system prompt, tool schemas,
+    reply priming) plus each message (harpe_lab's counters declare it, `_Counter.additive`):
+    then the price of a request is a running sum over its messages, which the replay engine
+    and the strategies keep."""
+    return isinstance(counter, _Counter) and counter.additive
 
 
 def text_price(counter: Any) -> Callable[[str], int] | None:
@@ -500,16 +518,7 @@ def text_price(counter: Any) -> Callable[[str], int] | None:
     that (harpe_lab's counters that `prices_by_parts`, unless a subclass prices messages
     its own way): its `count_lines`. ``None`` for any other counter."""
     cls = type(counter)
-    if _by_parts(cls) and all(getattr(cls, name) is getattr(_Counter, name)
+    if prices_by_parts(counter) and all(getattr(cls, name) is getattr(_Counter, name)
                               for name in ("count_message", "_message_tokens")):
         return counter.count_lines
     return None
-
-
-@lru_cache(maxsize=None)
-def _by_parts(cls: type) -> bool:
-    # by class: strategies ask at every request
-    return issubclass(cls, _Counter) and all(
-        getattr(cls, name) is getattr(_Counter, name)
-        for name in ("count_rendered", "count_messages", "count_system", "count_tools")
-    )

@@ -144,6 +144,34 @@ class TestOnRealSessions:
         assert not math.isnan(shares["masking"])
 
 
+CODEX = REAL_DATA / "codex" / "rollout-2026-02-23T12-54-34-019c8a59-e9dd-71f0-9ae3-4079fe9726a9.jsonl"
+
+
+@pytest.mark.skipif(not CODEX.is_file(), reason="the real Codex rollouts are not on this machine")
+@pytest.mark.real_data
+class TestOnARedactedSession:
+    """The shared Codex rollouts carry ``[REDACTED_… len=N sha=…]`` for every text: the same
+    hash is the same text, so a command run again with the same arguments needs the call that
+    ran it before."""
+
+    def test_a_redaction_marker_is_one_reference_and_nothing_inside_it_is(self):
+        reply = AssistantMessage("[REDACTED_TEXT len=173 sha=86998566]", (
+            ToolCall("c1", "exec_command", {"_raw": "[REDACTED_ARGUMENTS len=83 sha=b4e1e5f7]"}),))
+        assert references(reply) == [("[REDACTED_TEXT len=173 sha=86998566]", "redacted"),
+                                     ("[REDACTED_ARGUMENTS len=83 sha=b4e1e5f7]", "redacted")]
+
+    def test_the_codex_session_has_needs_and_the_full_history_keeps_them_all(self):
+        from harpe_lab.importers import load_any
+
+        conv = load_any(CODEX)
+        needs = session_needs(conv)
+        assert len(needs) >= 20 and {n.kind for n in needs} == {"redacted"}
+        full = replay(conv, make_strategy("full"), counter=ApproxCounter())
+        turn = replay(conv, make_strategy("turn"), counter=ApproxCounter())
+        assert needs_totals(full)["needs_kept_share"] == 1.0
+        assert needs_totals(turn)["needs_lost"] > 0  # a repeated command of an earlier turn
+
+
 class TestInstructions:
     def test_a_window_that_drops_the_ask_loses_it_and_the_full_history_keeps_it(self):
         from harpe_lab.evaluate import instructions_kept, instructions_totals, session_instructions

@@ -34,6 +34,7 @@ from harpe_lab.tokens import (
     TiktokenCounter,
     TokenCounter,
     counter_for_model,
+    prices_by_parts,
     text_price,
 )
 
@@ -438,6 +439,40 @@ class TestTextPrice:
 
         assert text_price(ScaledCounter(ApproxCounter(), 1.1)) is None
         assert text_price(Own()) is None
+
+
+class TestPricesByParts:
+    """`prices_by_parts`: a counter declares (`additive`) that a request costs its fixed part
+    plus each message, and the strategies and the engine then keep running sums. The
+    calibrated counter every report uses is one: before it declared so, every strategy took
+    its slow path under calibration (clearing priced the whole history at each request)."""
+
+    @pytest.mark.parametrize("counter", [TiktokenCounter(), ApproxCounter(), BytesCounter(),
+                                         ScaledCounter(TiktokenCounter(), 1.37, 2_345.6),
+                                         ScaledCounter(ApproxCounter(), 0.81, -40.4)],
+                             ids=lambda c: c.name)
+    def test_a_request_costs_its_fixed_part_plus_each_message(self, counter):
+        assert prices_by_parts(counter)
+        msgs = (UserInput("fix the tests"), AssistantMessage("ok", (ToolCall("c1", "bash", {"cmd": "pytest -q"}),)),
+                ToolResults((ToolResult("c1", "3 failed, 7 passed\n" * 40),)), AssistantMessage("done"))
+        tools = ({"type": "function", "function": {"name": "bash", "parameters": {}}},)
+        for system in ("", "You are terse."):
+            fixed = counter.count_rendered(Rendered(system, ()), tools)
+            for k in range(len(msgs) + 1):
+                assert counter.count_rendered(Rendered(system, msgs[:k]), tools) == \
+                    fixed + sum(map(counter.count_message, msgs[:k]))
+
+    def test_a_counter_that_prices_a_request_otherwise_is_not_additive_unless_it_says_so(self):
+        class Rounded(ApproxCounter):
+            def count_rendered(self, rendered, tools=()):
+                return 10 * round(super().count_rendered(rendered, tools) / 10)
+
+        class Declared(Rounded):
+            additive = True  # a false claim, but a declared one: the declaration is what is read
+
+        assert not prices_by_parts(Rounded())
+        assert prices_by_parts(Declared())
+        assert not prices_by_parts(object())
 
 
 # --- chat overhead ---------------------------------------------------------------------

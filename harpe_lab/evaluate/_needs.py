@@ -27,6 +27,10 @@ text                backticked spans (3–120 characters), paths (``src/app.py``
                     ``TS2304``, ``ENOENT``, ``HTTP 404``), snake_case and CamelCase
                     identifiers and dotted names (``harpe_lab.replay``), numbers with a
                     unit (``250 ms``, ``8000 tokens``, ``3.5 GB``)
+redacted text       a sanitizer's marker, ``[REDACTED_ARGUMENTS len=83 sha=b4e1e5f7]``, where
+                    a recording was shared with its text replaced (the Codex rollouts in
+                    ``shared/data/real``): the same hash is the same text, so a command run
+                    again with the same arguments needs the call that ran it before
 ==================  =====================================================================
 
 A reference shorter than 4 characters is left out, and so is one made of common words only.
@@ -67,6 +71,9 @@ _CAMEL = re.compile(r"\b[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]+)+\b|\b[a-z]+(?:[A-Z][a-z
 _DOTTED = re.compile(r"\b[A-Za-z_]\w*(?:\.[A-Za-z_]\w*){2,}\b")
 _UNIT = re.compile(r"\b\d+(?:[.,]\d+)?\s?(?:ms|µs|ns|KB|MB|GB|TB|KiB|MiB|GiB|tokens|px|rem|fps|rps|req/s)\b")
 _TICKS = re.compile(r"`([^`\n]{3,120})`")
+# what a recording sanitized before it was shared holds instead of a text: the same text gives
+# the same hash, so a marker is a reference like any other (the shared Codex rollouts)
+_REDACTED = re.compile(r"\[REDACTED_[A-Z]+ len=\d+ sha=[0-9a-f]{6,64}\]")
 _WORDS = re.compile(r"[A-Za-z]+")
 _COMMON = frozenset("""
 the and for with this that from into then than when what where which while will would should could have has had
@@ -109,6 +116,9 @@ def _a_path(ref: str, text: str, at: int) -> bool:
 
 def _text_refs(text: str) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
+    if "[REDACTED_" in text:
+        out += [(m.group(0), "redacted") for m in _REDACTED.finditer(text)]
+        text = _REDACTED.sub(" ", text)
     for m in _TICKS.finditer(text):
         span = m.group(1).strip()
         kind = "path" if _PATH.fullmatch(span) else "url" if _URL.fullmatch(span) else "quoted"
@@ -159,7 +169,8 @@ def _arg_refs(key: str, value: Any) -> list[tuple[str, str]]:
 
 def references(message: AssistantMessage) -> list[tuple[str, str]]:
     """The references a reply makes, ``(reference, kind)``, each once, in order (see the
-    module doc). Kinds: ``path``, ``url``, ``quoted``, ``code``, ``identifier``, ``number``."""
+    module doc). Kinds: ``path``, ``url``, ``quoted``, ``code``, ``identifier``, ``number``,
+    ``redacted``."""
     found = _text_refs(message.text or "")
     for call in message.calls:
         found += _arg_refs("", call.input) if isinstance(call.input, Mapping) else _text_refs(str(call.input))
@@ -203,21 +214,28 @@ def session_needs(conversation: Any) -> tuple[Need, ...]:
     ids = [list(t.ids) for t in turns]
     texts = {mid: _message_text(m) for t, turn in enumerate(turns) for mid, m in zip(ids[t], turn.all_messages)}
     holders_of: dict[str, list[str]] = {}
-    order = {mid: k for k, mid in enumerate(i for t in ids for i in t)}
+    order = [mid for t in ids for mid in t]
+    # where each message sits: a request holds the earlier turns (an unanswered one by its input
+    # alone) and its own turn's first `held` messages; asked per holder, not built per request
+    # (a session of one long turn would make that quadratic)
+    place = {mid: (t, k) for t in range(len(turns)) for k, mid in enumerate(ids[t])}
+    answered = [turn.outcome == "answered" for turn in turns]
+    replies = [[k for k, m in enumerate(turn.messages) if isinstance(m, AssistantMessage)] for turn in turns]
     out: list[Need] = []
     for i, (t, step, _, held) in enumerate(_requests(conversation)):
         turn = turns[t]
-        replies = [k for k, m in enumerate(turn.messages) if isinstance(m, AssistantMessage)]
-        if step >= len(replies):
+        if step >= len(replies[t]):
             continue
-        reply = turn.messages[replies[step]]
-        earlier = [mid for u in range(t) for mid in (ids[u] if turns[u].outcome == "answered" else ids[u][:1])]
-        earlier += ids[t][:held]
-        allowed = set(earlier)
+        reply = turn.messages[replies[t][step]]
+
+        def sent(mid: str, t: int = t, held: int = held) -> bool:
+            u, k = place[mid]
+            return k < held if u == t else u < t and (answered[u] or k == 0)
+
         for ref, kind in references(reply):
             if ref not in holders_of:
                 holders_of[ref] = [mid for mid in order if ref in texts[mid]]
-            holders = tuple(m for m in holders_of[ref] if m in allowed)
+            holders = tuple(filter(sent, holders_of[ref]))
             if ref in conversation.system:  # every strategy sends the system prompt
                 holders = ("system", *holders)
             if holders:
@@ -315,7 +333,8 @@ def lost_needs(replay: Any) -> Any:
     return pd.DataFrame(rows, columns=list(LOST_COLUMNS))
 
 
-_FETCH_KEYS = ("file_path", "path", "notebook_path", "command", "cmd", "pattern", "url", "query")
+_FETCH_KEYS = ("file_path", "path", "notebook_path", "command", "cmd", "pattern", "url", "query",
+               "_raw")  # an importer's key for arguments that are not JSON (redacted Codex ones)
 
 
 _FETCHING = re.compile(r"read|grep|glob|search|find|fetch|view|list|ls|cat|bash|shell|exec|run", re.I)

@@ -406,9 +406,8 @@ def _choose(
     known = fixed + head_tokens + used if prices_by_parts(counter) else None
     chosen = _render(index, turns, head, system, tools, counter, known)
     while chosen.tokens > limit:
-        # Only a counter that prices a request otherwise than as the sum of its parts
-        # (ScaledCounter rounds the total) lands here: give up the oldest unpinned window
-        # turn until the request fits.
+        # Only a counter that prices a request otherwise than as the sum of its parts lands
+        # here: give up the oldest unpinned window turn until the request fits.
         pinned_set = set(pinned)
         droppable = [t for t in turns[:-1] if t not in pinned_set]
         if not droppable:
