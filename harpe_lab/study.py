@@ -93,6 +93,7 @@ class _Preset:
     name: str
     knobs: tuple[tuple[str, int], ...] = ()
     window: int | None = None
+    distill: Any = None
 
     def __call__(self, conversation: Conversation, counter: Any, budget: int | None = None) -> Any:
         from .presets import get_preset, make_strategy
@@ -106,7 +107,8 @@ class _Preset:
             if knob in names and knob not in knobs and window:
                 knobs[knob] = window
         budget = knobs.pop("budget", budget)
-        return make_strategy(self.name, budget=budget, counter=counter, system=conversation.system, **knobs)()
+        return make_strategy(self.name, budget=budget, counter=counter, system=conversation.system,
+                             distill=self.distill, **knobs)()
 
 
 @dataclass(frozen=True)
@@ -178,11 +180,14 @@ def _measures(conversations: Sequence[Conversation], *, counter: Any, calibrate:
 def compare_sessions(sources: Iterable[Any], strategies: Sequence[str], *, budgets: Sequence[int] | None = None,
                      knobs: Mapping[str, int] | None = None, pricing: Any = "auto", window: int | None = None,
                      counter: Any = "cl100k_base", calibrate: bool = True, workers: int | None = None,
-                     executor: Any = None, progress: bool = True, measures: Mapping[str, Any] | None = None) -> Any:
+                     executor: Any = None, progress: bool = True, measures: Mapping[str, Any] | None = None,
+                     distill: Any = None) -> Any:
     """Every session under every preset in ``strategies`` (at each of ``budgets``; a preset
     without a budget knob runs once, at its defaults); one row per replay (`STUDY_COLUMNS`).
     ``knobs`` sets other knobs by name for every preset that has them; ``window`` overrides
-    the declared window. ``frame.attrs["measures"]`` holds each session's `Measure`."""
+    the declared window; ``distill`` is the summarizer of the presets that call one (the
+    offline `ExtractiveDistiller` when ``None``; an `LLMDistiller` with its disk cache for a
+    model's summaries). ``frame.attrs["measures"]`` holds each session's `Measure`."""
     import pandas as pd
 
     from .presets import get_preset
@@ -205,7 +210,7 @@ def compare_sessions(sources: Iterable[Any], strategies: Sequence[str], *, budge
     frames = []
     for with_budget in (True, False):
         chosen = {p.name: _Preset(p.name, tuple((k, v) for k, v in knobs.items()
-                                                if k in {x.name for x in p.knobs}), window)
+                                                if k in {x.name for x in p.knobs}), window, distill)
                   for p in presets if (p.budget_knob is not None) == with_budget}
         if chosen:
             grid = {"budget": list(budgets)} if budgets and with_budget else None

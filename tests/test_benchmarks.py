@@ -65,7 +65,7 @@ class TestTinyRun:
         [("1 floor", len(PRESETS) + sum("distill" in p.needs for p in PRESETS.values())),
          ("1 scaling", len(PRESETS)), ("3 journal", 4 + HAS_MSGSPEC), ("4 scale-out", 4 if HAS_DASK else 3),
          ("7 peers", sum(p.available() for p in PAIRS) + (not all(p.available() for p in PAIRS))),
-         ("8 sessions", 4),
+         ("8 sessions", 5),
          pytest.param("2 LangChain", 4, marks=needs_langchain)],
     )  # fmt: skip
     def test_each_section_reports_its_rows(self, run, section, rows):

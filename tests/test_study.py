@@ -58,6 +58,21 @@ class TestCompareSessions:
         assert frame["input_tokens_sum"].iloc[0] == doc["totals"]["input_tokens_sum"]
         assert frame["compactions"].iloc[0] == doc["totals"]["compactions"]
 
+    def test_the_summarizer_given_is_the_one_the_presets_call(self):
+        from importlib.resources import files
+
+        path = files("harpe_lab.datasets.data") / "coding_agent.jsonl"
+        asked = []
+
+        def distill(rendered):
+            asked.append(rendered)
+            return "The user wants the importer fixed; tests/test_importer.py fails."
+
+        frame = compare_sessions([path], ["summarizing", "full"], budgets=[4_000], workers=1, progress=False,
+                                 distill=distill)
+        calls = frame.set_index("strategy")["distill_calls"]
+        assert calls["summarizing"] == len(asked) > 0 and calls["full"] == 0
+
     def test_the_same_frame_on_one_process_or_two(self):
         convs = bundled()
         one = compare_sessions(convs, ["chain", "summarizing"], budgets=[4_000], workers=1, progress=False)
