@@ -18,14 +18,18 @@ CHARS_PER_TOKEN = 4
 """Harpe's rule of thumb: a token is about 4 characters (24,000 chars ≈ 6k tokens)."""
 
 
+_CHARS: dict[int, tuple[Message, int]] = {}  # id(message) -> (message, its measure)
+_CHARS_SIZE = 1 << 17
+
+
 def message_chars(message: Message) -> int:
     """Harpe's character measure: user text; assistant text plus each call's input as
     Python's default ``json.dumps`` writes it; the contents of all tool results."""
-    # Cached on the message itself: messages are frozen, and a windowed context measures
-    # the same messages at every request.
-    cached = getattr(message, "_chars", None)
-    if cached is not None:
-        return cached
+    # memoized in a side table by identity (the message held, so its id stays unique): a
+    # windowed context measures the same messages at every request
+    hit = _CHARS.get(id(message))
+    if hit is not None and hit[0] is message:
+        return hit[1]
     if isinstance(message, UserInput):
         n = len(message.text)
     elif isinstance(message, AssistantMessage):
@@ -34,7 +38,9 @@ def message_chars(message: Message) -> int:
         n = sum(len(r.content) for r in message.results)
     else:
         raise TypeError(f"not a harpe_lab message: {message!r}")
-    object.__setattr__(message, "_chars", n)
+    if len(_CHARS) >= _CHARS_SIZE:
+        _CHARS.clear()
+    _CHARS[id(message)] = (message, n)
     return n
 
 
@@ -60,8 +66,8 @@ def truncate(messages: Sequence[Message], max_chars: int) -> list[Message]:
     total = group = 0
     for k in range(len(messages) - 1, -1, -1):
         m = messages[k]
-        chars = getattr(m, "_chars", None)  # message_chars' cache, inlined (every request walks this)
-        group += chars if chars is not None else message_chars(m)
+        hit = _CHARS.get(id(m))  # message_chars' side table, inlined (every request walks this)
+        group += hit[1] if hit is not None and hit[0] is m else message_chars(m)
         if k == 0 or isinstance(m, UserInput):
             if start < len(messages) and total + group > max_chars:
                 break

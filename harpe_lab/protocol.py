@@ -228,7 +228,7 @@ class MeteredDistill:
     """Call ``distill`` and report each call as a `DistillCall` to ``hub``; a distiller
     that reports events (a fallback, say) reports them to the same hub."""
 
-    __slots__ = ("distill", "hub")
+    __slots__ = ("distill", "hub", "_reports_usage")
 
     def __init__(self, distill: Distill, hub: EventHub) -> None:
         if distill is None or not callable(distill):
@@ -238,13 +238,13 @@ class MeteredDistill:
             )
         self.distill = distill
         self.hub = hub
+        self._reports_usage = isinstance(distill, ReportsUsage)
         if isinstance(distill, ReportsEvents):
             distill.subscribe(hub.emit)
 
     def __call__(self, request: Rendered) -> str | None:
         reply = self.distill(request)
         if self.hub.metered:
-            # ReportsUsage's test, without a runtime Protocol check at every call
-            usage = getattr(self.distill, "last_usage", None)
+            usage = self.distill.last_usage if self._reports_usage else None  # type: ignore[attr-defined]
             self.hub.meter(DistillCall(request, reply, usage if isinstance(usage, Usage) else None))
         return reply

@@ -82,7 +82,7 @@ from .errors import HarpeLabError, StrategyError
 from .messages import AssistantMessage, Message, Rendered, ToolResults, Usage
 from .models import CallPricing, Pricing, resolve_pricing
 from .protocol import ContextCompacted, DeclaresLimit, DistillCall, HoldsSummary, Limit, ReportsEvents
-from .tokens import REPLY_PRIMING
+from .tokens import REPLY_PRIMING, Primes
 
 __all__ = ["replay", "Replay", "ReplayEvent", "Pricing", "REQUEST_COLUMNS", "RequestIndexError"]
 
@@ -432,9 +432,8 @@ def replay(
         ctx.subscribe(listener)
 
     rec = _Recording(conversation)
-    prime = getattr(counter, "prime", None)
-    if callable(prime):  # a harpe_lab counter: every message is counted anyway, faster up front
-        prime(rec.messages)
+    if isinstance(counter, Primes):  # every message is counted anyway, faster up front
+        counter.prime(rec.messages)
     checks = Invariants(strategy, rec.pairs, limit, counter)
     session = ProviderSession(rec.owner, counter.count_message)
     table: list[tuple] = []  # a row per request, turned into columns once at the end

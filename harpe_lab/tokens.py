@@ -51,6 +51,7 @@ __all__ = [
     "MESSAGE_OVERHEAD",
     "CALL_OVERHEAD",
     "REPLY_PRIMING",
+    "Primes",
     "prices_by_parts",
     "text_price",
 ]
@@ -63,9 +64,8 @@ _CACHE_SIZE = 1 << 17
 
 @runtime_checkable
 class TokenCounter(Protocol):
-    """What a replay needs from a counter. A counter that memoizes may also have
-    ``prime(messages)``: the replay calls it once with the whole recording, before the
-    first request (see `_Counter.prime`)."""
+    """What a replay needs from a counter. A counter that memoizes may also be `Primes`:
+    the replay counts the whole recording with it once, before the first request."""
 
     name: str
 
@@ -74,6 +74,14 @@ class TokenCounter(Protocol):
     def count_message(self, message: Message) -> int: ...
 
     def count_rendered(self, rendered: Rendered, tools: Sequence[Mapping[str, Any]] = ()) -> int: ...
+
+
+@runtime_checkable
+class Primes(Protocol):
+    """A counter that memoizes and can count a recording's messages up front (`_Counter.prime`);
+    the replay engine checks for it once, where it is given the counter."""
+
+    def prime(self, messages: Sequence[Message]) -> None: ...
 
 
 # the methods that price a request from its parts: overriding one may break the running sum
@@ -91,10 +99,17 @@ class _Counter:
     strategies keep (`prices_by_parts`). A subclass that prices a request otherwise and does
     not say so is taken as not additive (`__init_subclass__`)."""
 
+    texts_priced_alone: ClassVar[bool] = True
+    """Declared: a message costs a fixed part plus its texts' `count_lines` (`text_price`). A
+    subclass that prices messages its own way and does not say so is taken as not."""
+
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         if "additive" not in cls.__dict__ and any(name in cls.__dict__ for name in _REQUEST_PRICING):
             cls.additive = False
+        if "texts_priced_alone" not in cls.__dict__ and any(
+                name in cls.__dict__ for name in ("count_message", "_message_tokens")):
+            cls.texts_priced_alone = False
 
     def __init__(self) -> None:
         self._reset_caches()
@@ -246,6 +261,7 @@ _BPE = {
     ),
 }
 _encodings: dict[str, Any] = {}
+_patterns: dict[str, str] = {}  # name -> the split pattern the encoding was built with
 _encodings_lock = threading.Lock()
 
 
@@ -313,6 +329,7 @@ def _load_encoding(name: str) -> Any:
             special_tokens=spec["special_tokens"],
         )
         _encodings[name] = encoding
+        _patterns[name] = spec["pat_str"]
         return encoding
 
 
@@ -402,7 +419,7 @@ class TiktokenCounter(_Counter):
         enc = self._enc
         if enc is None:
             enc = _load_encoding(self.name)
-            self._chunkable = getattr(enc, "_pat_str", None) in _CHUNKABLE_PATTERNS  # tiktoken's, private
+            self._chunkable = _patterns.get(self.name) in _CHUNKABLE_PATTERNS
             self._enc = enc
         return enc
 
@@ -515,10 +532,8 @@ def prices_by_parts(counter: Any) -> bool:
 
 def text_price(counter: Any) -> Callable[[str], int] | None:
     """How ``counter`` prices a message's text, when a message costs a fixed part plus
-    that (harpe_lab's counters that `prices_by_parts`, unless a subclass prices messages
-    its own way): its `count_lines`. ``None`` for any other counter."""
-    cls = type(counter)
-    if prices_by_parts(counter) and all(getattr(cls, name) is getattr(_Counter, name)
-                              for name in ("count_message", "_message_tokens")):
+    that (harpe_lab's counters that `prices_by_parts` and declare `texts_priced_alone`):
+    its `count_lines`. ``None`` for any other counter."""
+    if prices_by_parts(counter) and counter.texts_priced_alone:
         return counter.count_lines
     return None

@@ -412,6 +412,15 @@ class TestChunkedCounting:
         assert c.count_lines(part) == expected and calls == []
         assert c.count(part) == expected and calls == [part]  # counted whole: the text is short
 
+    @pytest.mark.parametrize("encoding", ENCODINGS)
+    def test_the_installed_tiktoken_splits_as_the_chunked_count_assumes(self, encoding):
+        c = TiktokenCounter(encoding)
+        c.count("warm")  # the encoding is built, with its split pattern
+        assert c._chunkable, (
+            f"the split pattern tiktoken_ext gives {encoding} is not one `_CHUNKABLE_PATTERNS` knows: "
+            "long texts are counted whole (correct, slower); check that the new pattern still splits "
+            "at the places the comment above _CHUNKABLE_PATTERNS describes, then add it there")
+
     def test_an_unknown_pattern_is_counted_whole(self, monkeypatch):
         monkeypatch.setattr(tokens, "_CHUNKABLE_PATTERNS", frozenset())
         c = TiktokenCounter()

@@ -33,17 +33,25 @@ the frame (its tokens in ``summary_tokens``, its original in ``messages_dropped`
 from __future__ import annotations
 
 from operator import is_
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Protocol, Sequence, runtime_checkable
 
 from ..errors import StrategyError
 from ..messages import AssistantMessage, Message, Rendered, ToolResults, deferred
 from ..protocol import Compaction, Limit
 from ._lifecycle import PolicyLifecycle
 
-__all__ = ["EditPolicy", "check_edit", "EditContext"]
+__all__ = ["EditPolicy", "Incremental", "check_edit", "EditContext"]
 
 EditPolicy = Callable[[Sequence[Message]], Sequence[Message]]
 """Messages in; the same messages out, some replaced by stand-ins (see the module doc)."""
+
+
+@runtime_checkable
+class Incremental(Protocol):
+    """An edit policy with an editor for a history that only grows (see the module doc);
+    `EditContext` checks for it once, where it is given the policy."""
+
+    def incremental(self) -> Any: ...
 
 
 
@@ -89,8 +97,7 @@ class EditContext(PolicyLifecycle):
         # id(original) -> (original, the stand-in last sent for it); the original is held so
         # its id cannot be reused by another object
         self._standins: dict[int, tuple[Message, Message]] = {}
-        make = getattr(policy, "incremental", None)
-        self._make_editor: Callable[[], Any] | None = make if callable(make) else None
+        self._make_editor: Callable[[], Any] | None = policy.incremental if isinstance(policy, Incremental) else None
         # (the `_source` objects, the edited messages' count, the editor, the last output
         # list and the request made of it):
         # while the source objects are the same, the edited messages only grew

@@ -165,9 +165,7 @@ class _Window:
         t, starts, sizes = self.source, self.starts, self.sizes
         for k in range(self.seen, len(t)):
             m = t[k]
-            chars = getattr(m, "_chars", None)  # message_chars' cache, inlined as in truncate
-            if chars is None:
-                chars = message_chars(m)
+            chars = message_chars(m)
             if not starts or isinstance(m, UserInput):
                 starts.append(k)
                 sizes.append(0)
