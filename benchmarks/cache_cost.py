@@ -108,7 +108,8 @@ def cache_validation(conversation: Any, base_counter: Any, *, counter: Any = Non
     price = _pricing(conversation)
     f = replay(conversation, PRESETS["full"].build(system=conversation.system, counter=counter), counter=counter,
                pricing=price).requests
-    keep = [_before_first_compaction(conversation, t, s) and s < len(conversation.turns[t].usage)
+    before = _before_first_compaction(conversation)
+    keep = [before(t, s) and s < len(conversation.turns[t].usage)
             for t, s in zip(f["turn"], f["step"])]
     f = f[np.array(keep, dtype=bool)].reset_index(drop=True)
     usage = [conversation.turns[t].usage[s] for t, s in zip(f["turn"], f["step"])]

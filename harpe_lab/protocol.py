@@ -39,6 +39,8 @@ __all__ = [
     "Compaction",
     "ContextCompacted",
     "DistillCall",
+    "DistillFallback",
+    "DistillFallbackWarning",
     "Limit",
     "LimitKind",
     "DeclaresLimit",
@@ -90,6 +92,21 @@ class DistillCall:
     request: Rendered
     reply: str | None
     usage: Usage | None = None
+
+
+@dataclass(frozen=True)
+class DistillFallback:
+    """Event: a distiller returned ``None`` instead of a summary. ``reason`` is ``"error"``
+    (the model call failed and ``on_error="skip"``) or ``"exhausted"`` (a
+    `RecordedDistiller` has no recorded summary left); ``detail`` says what happened."""
+
+    reason: str
+    detail: str
+    distiller: str = ""
+
+
+class DistillFallbackWarning(UserWarning):
+    """Warned whenever a distiller falls back to ``None``, so it is never silent."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -142,7 +142,7 @@ class Recorded:
 def _requests(conversation: Conversation) -> list[tuple[int, int, Any, int]]:
     """``(turn, step, recorded usage or None, messages held when sent)`` per request, in the
     replay engine's order."""
-    from .replay import _rounds
+    from .replay._recording import rounds as _rounds
 
     out = []
     for t, turn in enumerate(conversation.turns):

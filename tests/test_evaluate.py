@@ -852,7 +852,7 @@ class TestRealData:
                 tables.append(retention(replay(conv, factory, counter=COUNTER, name=name), by_category=False))
         t = pd.concat(tables)
         full, small = t[t["strategy"] == "full"], t[t["strategy"] == "small"]
-        assert full["findable"].sum() >= 20
+        assert full["findable"].sum() >= 19  # round 3: a sum across sessions ("$1,300") is no longer found as "$1" and "300"
         assert (full.loc[full["findable"] > 0, "retention"] == 1.0).all()
         assert small.loc[small["findable"] > 0, "retention"].mean() < 1.0
 

@@ -513,3 +513,68 @@ class TestWhatWasSent:
         edited = [c.rendered for c in out[1:] if c.edits]
         assert len([r for r in edited if "_built" in vars(r)]) <= len(edited) // CHECKPOINT + 1
         assert name != "masking" or len(edited) > 2 * CHECKPOINT
+
+
+class TestPricingOneCall:
+    """The engine prices each call with one pure function (`harpe_lab.replay._pricing`), so
+    the cache rules can be read, and checked, one call at a time."""
+
+    @staticmethod
+    def call(**changes):
+        from harpe_lab.replay._pricing import Call
+
+        base = dict(input_tokens=30_003, output_tokens=500, fixed=20_003, cached=28_000, first=False,
+                    same_system=True, compacted=False, reset=False, same_model=True, warm=0, gap=10.0)
+        return Call(**{**base, **changes})
+
+    @pytest.fixture
+    def price(self):
+        from harpe_lab.models import resolve_pricing
+
+        return resolve_pricing("anthropic/claude-opus-4-6", ())
+
+    def test_a_call_that_extends_the_last_reads_its_prefix_and_writes_the_rest(self, price):
+        from harpe_lab.replay._pricing import price_call
+
+        cost = price_call(price, self.call())
+        assert (cost.cache_read_tokens, cost.cache_write_tokens) == (28_000, 2_000)
+        assert cost.cost_usd_cached < cost.cost_usd
+
+    def test_what_breaks_the_cache(self, price):
+        from harpe_lab.replay._pricing import price_call
+
+        # a compaction keeps the system prompt and tools; another model, or a gap past the TTL, nothing
+        assert price_call(price, self.call(compacted=True)).cache_read_tokens == 20_000
+        assert price_call(price, self.call(same_model=False)).cache_read_tokens == 0
+        assert price_call(price, self.call(gap=price.cache.ttl + 1)).cache_read_tokens == 0
+        # invalidated by the agent: only what every session shares, the recording's first read
+        assert price_call(price, self.call(reset=True, warm=12_000)).cache_read_tokens == 12_000
+
+    def test_the_first_call_reads_what_an_earlier_session_left(self, price):
+        from harpe_lab.replay._pricing import price_call
+
+        assert price_call(price, self.call(first=True, same_system=False, cached=0)).cache_read_tokens == 0
+        assert price_call(price, self.call(first=True, same_system=False, cached=0, warm=15_000)).cache_read_tokens \
+            == 15_000
+        assert price_call(price, self.call(first=True, same_system=False, cached=0, warm=90_000)).cache_read_tokens \
+            == 20_000  # never more than the system prompt and tools
+
+    def test_distill_calls_cost_the_same_with_and_without_caching(self, price):
+        from harpe_lab.replay._pricing import price_call
+
+        plain = price_call(price, self.call())
+        with_distill = price_call(price, self.call(distill_input_tokens=8_000, distill_output_tokens=400))
+        assert with_distill.distill_cost_usd > 0
+        assert with_distill.cost_usd == pytest.approx(plain.cost_usd + with_distill.distill_cost_usd)
+        assert with_distill.cost_usd_cached == pytest.approx(plain.cost_usd_cached + with_distill.distill_cost_usd)
+
+    def test_without_prices_nothing_is_priced(self):
+        from harpe_lab.replay._pricing import price_call
+
+        cost = price_call(None, self.call())
+        assert cost.cache_read_tokens == cost.cache_write_tokens == 0 and math.isnan(cost.cost_usd)
+
+    def test_the_request_row_is_the_frame_s_columns(self):
+        from harpe_lab.replay import REQUEST_COLUMNS, RequestRow
+
+        assert RequestRow._fields == REQUEST_COLUMNS and len(REQUEST_COLUMNS) == 27

@@ -3,25 +3,12 @@
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
 from typing import Callable
 
+# events the engine reacts to live in the protocol
+from ..protocol import DistillFallback, DistillFallbackWarning
+
 __all__ = ["DistillFallback", "DistillFallbackWarning"]
-
-
-@dataclass(frozen=True)
-class DistillFallback:
-    """Event: a distiller returned ``None`` instead of a summary. ``reason`` is ``"error"``
-    (the model call failed and ``on_error="skip"``) or ``"exhausted"`` (a
-    `RecordedDistiller` has no recorded summary left); ``detail`` says what happened."""
-
-    reason: str
-    detail: str
-    distiller: str = ""
-
-
-class DistillFallbackWarning(UserWarning):
-    """Warned whenever a distiller falls back to ``None``, so it is never silent."""
 
 
 class _Reporting:

@@ -1,0 +1,255 @@
+"""The replay loop: Harpe's engine lifecycle over a recording, one model call at a time."""
+
+from __future__ import annotations
+
+import math
+import warnings
+from typing import Any, Callable, Mapping, Sequence
+
+from .._checks import Invariants
+from .._session import ProviderSession, Sent
+from ..conversation import Conversation
+from ..errors import StrategyError
+from ..messages import Message, Rendered, Usage
+from ..models import CallPricing, Pricing, resolve_pricing
+from ..protocol import DeclaresLimit, DistillFallbackWarning, HoldsSummary, Limit, ReportsEvents
+from ..tokens import REPLY_PRIMING, Primes
+from ._frame import REQUEST_COLUMNS, Replay, ReplayEvent, RequestRow
+from ._listener import Listener
+from ._pricing import Call, price_call
+from ._recording import Recording, rounds
+
+__all__ = ["replay"]
+
+_LIFECYCLE = ("begin_turn", "append", "compact", "observe", "commit_turn", "abort_turn")
+
+
+def replay(
+    conversation: Conversation,
+    context: Callable[[], Any],
+    *,
+    counter: Any,
+    tools: Sequence[Mapping[str, Any]] = (),
+    pricing: str | Pricing | CallPricing | None = None,
+    on_event: Callable[[ReplayEvent], None] | None = None,
+    name: str | None = None,
+) -> Replay:
+    """Replay ``conversation`` under the context built by the zero-argument ``context``
+    factory, counting tokens with ``counter``.
+
+    ``tools`` are the OpenAI tool schemas the agent offered (they count in every request);
+    ``pricing`` a model name in litellm's price table (or a `Pricing`) for the cost and
+    cache columns — a name on a provider whose callers choose the cache TTL (Anthropic) takes
+    the one the recording's agent chose, ``conversation.metadata["cache_ttl"]``, when recorded;
+    ``"auto"`` (or a `CallPricing`) prices each call by the model that made it (the reply's
+    recorded model; a call with none, by the last recorded before it); a call by another
+    model than the call before it reads nothing from the prompt cache (caches are per model);
+    ``on_event`` receives each `ReplayEvent` as it happens. Raises `StrategyError` naming
+    the strategy and the request when a context breaks an invariant.
+    """
+    if not isinstance(conversation, Conversation):
+        raise TypeError(f"replay takes a Conversation, got {type(conversation).__name__}")
+    run = _Run(conversation, _strategy(context), counter, tuple(tools), pricing, on_event, name)
+    ctx = run.ctx
+    for t, turn in enumerate(conversation.turns):
+        msgs = run.rec.turns[t]
+        run.begin_turn(t, msgs[0])
+        calls = rounds(msgs[1:]) or [(None, [])]
+        for step, (reply, after) in enumerate(calls):
+            sent = run.request(t, step, reply)
+            if reply is None and not after:
+                break  # a turn that failed or was interrupted before any reply
+            if reply is not None:
+                ctx.observe(Usage(input_tokens=sent.input_tokens, output_tokens=sent.output_tokens))
+            for m in ([reply] if reply is not None else []) + after:
+                run.append(m, t)
+            if after and step + 1 < len(calls):
+                run.compact(t)
+        run.end_turn(turn)
+    return run.result()
+
+
+def _strategy(context: Callable[[], Any]) -> Any:
+    if not callable(context):
+        raise TypeError(
+            f"context must be a zero-argument factory so every replay starts fresh, e.g. "
+            f"lambda: FullContext(system); got {type(context).__name__}"
+        )
+    ctx = context()
+    for method in _LIFECYCLE:
+        if not callable(getattr(ctx, method, None)):
+            raise StrategyError(f"{type(ctx).__name__} is not a context: it has no {method}()")
+    return ctx
+
+
+class _Run:
+    """One replay's state: the recording, the provider session the requests build, the
+    strategy's declared capabilities (checked once, here), the invariants, and the rows."""
+
+    def __init__(self, conversation: Conversation, ctx: Any, counter: Any, tools: tuple, pricing: Any,
+                 on_event: Callable[[ReplayEvent], None] | None, name: str | None) -> None:
+        self.conversation = conversation
+        self.ctx = ctx
+        self.counter = counter
+        self.tools = tools
+        self.strategy = name or type(ctx).__name__
+        self.book = resolve_pricing(pricing, conversation.models(), cache_ttl=conversation.metadata.get("cache_ttl"))
+        limit = ctx.limit if isinstance(ctx, DeclaresLimit) else None
+        if limit is not None and not isinstance(limit, Limit):
+            raise StrategyError(f"{self.strategy}.limit must be a harpe_lab.protocol.Limit or None, got {limit!r}")
+        self.limit = limit
+        self.holds_summary = isinstance(ctx, HoldsSummary)
+        self.base_system = ctx.base_system if self.holds_summary else None
+        self.listener = Listener(on_event, counter)
+        if isinstance(ctx, ReportsEvents):
+            ctx.subscribe(self.listener)
+        self.rec = Recording(conversation)
+        if isinstance(counter, Primes):  # every message is counted anyway, faster up front
+            counter.prime(self.rec.messages)
+        self.checks = Invariants(self.strategy, self.rec.pairs, limit, counter)
+        self.session = ProviderSession(self.rec.owner, counter.count_message)
+        self.rows: list[RequestRow] = []
+        self.sent = Sent()
+        self.summaries: list[str] = []
+        self.summarized: dict[str, int] = {}  # message id -> the request before which it was folded
+        self._fixed: dict[str, int] = {}
+        # (id, message id) of the messages of turns[:marked_upto] not yet marked summarized, in
+        # order: a fold visits only these, not the whole conversation again
+        self._unsummarized: list[tuple[int, str]] = []
+        self._marked_upto = 0
+        self.available = 0  # messages the full history holds now
+        self.prev: tuple[str, int] | None = None  # the previous request's system prompt and length
+        self.prev_at: float | None = None  # when the previous request went out (recorded), if known
+        # the first call's recorded cache reads: the prefix already cached when the session began
+        first_usage = conversation.turns[0].usage if conversation.turns else ()
+        self.warm = first_usage[0].cache_read_tokens if first_usage and first_usage[0] is not None else 0
+        # the model of the current call: the recorded one, else the last one recorded
+        self.model = self.prev_model = next(iter(conversation.models()), "")
+
+    def fixed_tokens(self, system: str) -> int:
+        n = self._fixed.get(system)
+        if n is None:
+            n = self._fixed[system] = self.counter.count_rendered(Rendered(system, ()), self.tools)
+        return n
+
+    # --- the lifecycle ---------------------------------------------------------------------
+
+    def begin_turn(self, t: int, user_input: Message) -> None:
+        self.listener.turn = t
+        self.ctx.begin_turn(user_input)
+        self.available += 1
+        first = self.ctx.compact()
+        self.session.adopt(first.rendered, t, len(self.rows), self.checks, first.edits)
+
+    def append(self, message: Message, t: int) -> None:
+        self.ctx.append(message)
+        self.session.append(message, t)
+        self.available += 1
+
+    def compact(self, t: int) -> None:
+        n = self.ctx.compact()
+        if n.compacted:
+            self.session.adopt(n.rendered, t, len(self.rows), self.checks, n.edits)
+
+    def end_turn(self, turn: Any) -> None:
+        if turn.outcome == "answered":
+            self.ctx.commit_turn()
+        else:
+            self.ctx.abort_turn()
+            self.available -= len(turn.messages)
+
+    # --- one request: measured, priced, recorded ---------------------------------------------
+
+    def request(self, t: int, step: int, reply: Message | None) -> RequestRow:
+        """The request the session holds now, as the provider would see, cache and bill it."""
+        session, turn, i = self.session, self.conversation.turns[t], len(self.rows)
+        system = session.system
+        fixed = self.fixed_tokens(system)
+        summary_sys = 0
+        if self.base_system is not None and system != self.base_system:
+            summary_sys = max(0, fixed - self.fixed_tokens(self.base_system))
+        total, synth = session.tokens, session.made_up_tokens
+        input_tokens = fixed + total
+        self.checks.budget_kept(system, session, total, i)
+        prev = self.prev
+        same_system = prev is not None and prev[0] == system
+        compacted = prev is not None and (prev[0] != system or session.shared < prev[1])
+        # the system prompt and tools are shared too
+        cached = fixed - REPLY_PRIMING + session.prefix_tokens(session.shared) if same_system else 0
+        usage = turn.usage
+        recorded = usage[step] if reply is not None and step < len(usage) else None
+        if recorded is not None and recorded.model:
+            self.model = recorded.model
+        book = self.book
+        price = book.for_call(self.model) if isinstance(book, CallPricing) else book
+        times = turn.metadata.get("request_times") or ()
+        at = times[step] if step < len(times) else None
+        gap = None if at is None or self.prev_at is None else at - self.prev_at
+        same_model = self.model == self.prev_model
+        self.prev_model = self.model
+        if at is not None:  # a request with no time (one the recording never made) refreshes nothing
+            self.prev_at = at
+        folded = self.listener.folded
+        if folded:
+            self._mark_summarized(t, i)
+            self.listener.folded = False
+        d_calls, d_in, d_out = self.listener.take_distill()
+        out_tokens = 0
+        if reply is not None:
+            out_tokens = (recorded.output_tokens if recorded is not None and recorded.output_tokens
+                          else self.counter.count_message(reply))
+        cost = price_call(price, Call(
+            input_tokens, out_tokens, fixed, cached, first=prev is None, same_system=same_system, compacted=compacted,
+            reset=step in (turn.metadata.get("cache_resets") or ()), same_model=same_model, warm=self.warm, gap=gap,
+            distill_input_tokens=d_in, distill_output_tokens=d_out))
+        limit = self.limit
+        row = RequestRow(
+            conversation=self.conversation.id, strategy=self.strategy, turn=t, step=step, request=i,
+            outcome=turn.outcome, input_tokens=input_tokens, system_tokens=fixed - summary_sys,
+            summary_tokens=summary_sys + synth, history_tokens=total - synth - session.turn_tokens,
+            turn_tokens=session.turn_tokens, output_tokens=out_tokens,
+            recorded_input_tokens=recorded.input_tokens if recorded is not None else math.nan,
+            messages_sent=session.length, messages_dropped=self.available - session.originals,
+            compacted=compacted, summarized=folded,
+            overshoot_tokens=max(0, input_tokens - limit.tokens) if limit is not None else 0,
+            distill_calls=d_calls, distill_input_tokens=d_in, distill_output_tokens=d_out,
+            cached_prefix_tokens=cached, cache_read_tokens=cost.cache_read_tokens,
+            cache_write_tokens=cost.cache_write_tokens, cost_usd=cost.cost_usd, cost_usd_cached=cost.cost_usd_cached,
+            distill_cost_usd=cost.distill_cost_usd,
+        )  # fmt: skip
+        self.rows.append(row)
+        self.sent.add(session.version, session.tail, len(session.tail), system)
+        self.summaries.append(self.ctx.summary if self.holds_summary else "")
+        self.listener.request = i + 1
+        self.prev = (system, session.length)
+        session.sent()
+        return row
+
+    def _mark_summarized(self, t: int, i: int) -> None:
+        now = self.session.ids()
+        ids = self.rec.ids
+        for msgs in self.rec.turns[self._marked_upto : t + 1]:
+            self._unsummarized.extend((id(m), ids[id(m)]) for m in msgs)
+        self._marked_upto = max(self._marked_upto, t + 1)
+        still = []
+        for key in self._unsummarized:
+            if key[0] in now:
+                still.append(key)
+            else:
+                self.summarized[key[1]] = i
+        self._unsummarized = still
+
+    def result(self) -> Replay:
+        listener = self.listener
+        listener.closed = True
+        if listener.fallbacks:
+            n, first = len(listener.fallbacks), listener.fallbacks[0]
+            warnings.warn(
+                f"{self.strategy} on {self.conversation.id!r}: the distiller returned None {n} time{'s' * (n > 1)} "
+                f"({first.reason}: {first.detail}); see Replay.events",
+                DistillFallbackWarning, stacklevel=3,
+            )  # fmt: skip
+        columns = zip(*self.rows) if self.rows else ((),) * len(REQUEST_COLUMNS)
+        rows = {c: list(values) for c, values in zip(REQUEST_COLUMNS, columns)}
+        return Replay(self.conversation, self.strategy, rows, listener.events, self.sent, self.summarized,
+                      self.summaries, self.limit, self.rec.ids)
