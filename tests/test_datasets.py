@@ -9,7 +9,6 @@ import shutil
 import subprocess
 import sys
 import sysconfig
-import time
 from importlib import metadata
 from pathlib import Path
 
@@ -346,12 +345,11 @@ class TestSynthesize:
         assert synthesize(300, seed=4, updates=2) == synthesize(300, seed=4, updates=2)
         assert synthesize(300, seed=4) != synthesize(300, seed=5)
 
-    def test_scales_to_ten_thousand_turns_quickly(self):
-        start = time.perf_counter()
+    def test_scales_to_ten_thousand_turns(self):
+        # how fast is the benchmarks' business (benchmarks/replay.py synthesizes a 1M-token one)
         c = synthesize(10_000, seed=1)
-        elapsed = time.perf_counter() - start
         assert len(c) == 10_000
-        assert elapsed < 3.0, f"10,000 turns took {elapsed:.2f}s"
+        assert len({t.input.text for t in c.turns}) > 1_000  # drawn from templates, not one turn repeated
 
     def test_probes_ask_for_planted_facts_after_they_were_stated(self):
         c = synthesize(400, seed=7, facts=13, updates=3)

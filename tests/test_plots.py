@@ -370,14 +370,13 @@ class TestContextMap:
             assert list(grid[i]) == expected
         assert (grid == 2).any(), "a summarizing replay that compacted shows summarized cells"
 
-    def test_fast_for_a_thousand_requests(self):
-        import time
-
+    def test_a_thousand_requests_draw_as_one_image(self):
+        # one image, not a patch per cell: what keeps it fast (timed in benchmarks/widgets.py)
         r = _summarizing(_conversation(200, steps=4), high=3000, low_chars=4000)
         assert len(r) == 1000
-        started = time.perf_counter()
-        plots.plot_context_map(r).figure.canvas.draw()
-        assert time.perf_counter() - started < 15
+        ax = plots.plot_context_map(r)
+        ax.figure.canvas.draw()
+        assert len(ax.images) == 1 and len(ax.patches) < 50
 
 
 def test_strategy_colours_can_be_fixed():

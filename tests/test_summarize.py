@@ -453,14 +453,12 @@ class TestExtractiveDistiller:
         assert "src/pkg/module_0399.py" in summary  # the most recent survive
         assert "older artifacts omitted" in summary
 
-    def test_fast_on_a_long_excerpt(self):
-        import time
-
+    def test_a_long_excerpt_is_bounded_and_keeps_its_artifacts(self):
+        # its speed is measured beside the tokenizer floor in benchmarks/replay.py
         conv = coding_session()
         request = harpe_request(list(conv.messages()) * 25)  # ~200k characters
-        started = time.perf_counter()
-        ExtractiveDistiller(max_chars=8000)(request)
-        assert time.perf_counter() - started < 5.0
+        summary = ExtractiveDistiller(max_chars=8000)(request)
+        assert len(summary) <= 8000 and summary.startswith("Files:")
 
     @pytest.mark.parametrize("bad", [0, -5, 1.5, True, "100"])
     def test_rejects_a_bad_max_chars(self, bad):

@@ -63,7 +63,12 @@ _UNSCORABLE = re.compile(
     r"i don.?t know|information (?:not|is not)|(?:the )?information provided is not|not enough information|"
     r"you (?:did not|didn.?t|never) (?:mention|say)|there is no (?:information|mention))\b"
 )
-_LIST_SPLIT = re.compile(r"\s*(?:;|,|\.\s|\band\b|\bor\b|&|/|\n)\s*")
+# a comma between digits ("$1,300") separates thousands, not items
+_LIST_SPLIT = re.compile(r"\s*(?:;|(?<!\d),|,(?!\d{3}\b)|\.\s|\band\b|\bor\b|&|/|\n)\s*")
+
+_SPAN = r"(?:days|weeks|months|years|hours|minutes)"
+_MONTH = (r"(?:january|february|march|april|may|june|july|august|september|october|november|december"
+          r"|the month of \w+)")
 
 # Questions whose answer no text states, whatever the answer's words: only a judge can tell.
 _JUDGED_QUESTIONS = (
@@ -73,20 +78,74 @@ _JUDGED_QUESTIONS = (
                r"|from (?:earliest|first|oldest) to (?:latest|last|newest|most recent))\b"),
     re.compile(r"^(?:which|who|what|did|was|were|do|does|have|had)\b(?=.*\bor\b)"
                r"(?=.*\b(?:first|earlier|earliest|later|latest|sooner|more recently)\b)"),
-    # a difference or the time elapsed between two events ("how much more …", "how many days
-    # passed between …"): a value computed from two stated ones, which a text states only by
-    # coincidence ("$6" the train fare, for "how much more was the $12 taxi")
-    re.compile(r"\bhow (?:much|many) (?:more|less|fewer|longer|shorter|older|younger)\b"
+    # a difference or the time elapsed between two events ("how much more …", "how many years
+    # older …", "how many days passed between …", "how many days before I did A did I do B",
+    # "how many pages do I have left"): a value computed from two stated ones, which a text
+    # states only by coincidence ("$6" the train fare, for "how much more was the $12 taxi")
+    re.compile(r"\bhow (?:much|many)(?: \w+)? (?:more|less|fewer|longer|shorter|older|younger|earlier|later"
+               r"|faster|slower|cheaper|bigger|smaller|higher|lower|further|farther)\b"
                r"|\bdifference (?:in|of) (?:price|cost|age|time|days|weeks|months|years|hours|the number)\b"
                r"|\b(?:days|weeks|months|years|time) (?:had |have |has )?passed\b|\bpassed between\b"
                r"|\bhow long (?:had|have|has) (?:i|you|we|they|he|she|it)\b[^?]*\bwhen\b"
-               r"|\bhow (?:long|many \w+)\b[^?]*\bbetween\b[^?]*\band\b"),
+               rf"|\bhow many {_SPAN}(?: ago)? (?:had|have|has|did) (?:i|you|we|they|he|she|it)\b[^?]*\bwhen\b"
+               r"|\bhow (?:long|many \w+)\b[^?]*\bbetween\b[^?]*\band\b"
+               rf"|\bhow (?:long|many {_SPAN}) (?:before|after)\b"
+               # "How many weeks ago did I …?": counted back from the day the question is asked,
+               # which no passage is said on ("three weeks ago" said a month earlier is another day)
+               rf"|^how many {_SPAN} ago\b"
+               rf"|\bhow (?:long|many {_SPAN}) did (?:i|you|we|they|he|she)\b[^?]*\b(?:before|after|until)"
+               r" (?:i|you|we|they|he|she|my|your|his|her|their)\b"
+               rf"|\bhow many {_SPAN} did it take\b|\bhow long did it take\b[^?]*\b(?:after|since|from)\b"
+               r"|^how (?:many|much)\b[^?]*\b(?:(?:have|has|had) left|left to|remaining)\b"
+               r"|^how much\b[^?]*\bsave\b[^?]*\b(?:by|instead of|compared|than|rather)\b"),
+    # a count or a sum over what several places tell ("… in total", "the total number of …",
+    # "How many tanks …, including the one …", "How long … A and B combined", "How many
+    # different kinds …", "How many A or B …", "How many … of A and B", "How many … in March /
+    # in the past month / this year / recently"): the text states the items one by
+    # one, and the number only by coincidence ("3" in "Domino's three times last week" for
+    # "how many types of food delivery services"; "two" of "two weeks ago" for "how many
+    # dogs"); counting them is a judgement, not a word match
+    re.compile(r"^how (?:many|much|long)\b[^?]*\b(?:in total|total|altogether|combined|in all|all together|both"
+               r"|all (?:the|my|of)|across|including)\b"
+               r"|\bthe (?:total|sum|combined) (?:number|amount|time|distance|cost|price|count|of)\b"),
+    re.compile(r"^how many (?:different|distinct|separate|unique|kinds?|types?|sorts?)\b"
+               r"|^how many\b[^?]*\b\w+,? or\b"
+               r"|^how (?:many|much)\b[^?]*\b\w+ and \w+"),
+    re.compile(rf"^how (?:many|much)\b[^?]*\b(?:(?:in|over|during) the (?:past|last)\b|recently|lately"
+               rf"|this (?:year|month|week|season|summer|spring|fall|autumn|winter)\b|in {_MONTH}\b"
+               rf"|in (?:19|20)\d\d\b|from {_MONTH} to\b)"),
+    # an order picked without alternatives ("Which streaming service did I start using most
+    # recently?", "the date of the first BBQ in June"): which one is first or last is read off
+    # the dates of several
+    re.compile(r"^(?:which|what|who|where)\b[^?]*\b(?:did|do|have|had) \w+\b[^?]*"
+               r"\b(?:most recently|first|last|earliest|latest)\s*\??$"),
+    re.compile(r"\b(?:the|my) (?:first|last|earliest|latest|second|third)\b"
+               # (not a date: "the last week of August", "the first weekend in May")
+               r"(?! (?:week|weekend|day|month|year|time|half|quarter|few)s?\b)[^?,;]{1,60}?\b(?:in|during|over|of)"
+               rf" (?:{_MONTH}|the (?:past|last|previous)\b|this\b|last\b|(?:19|20)\d\d\b)"),
+    # a comparison that picks the greatest or least of several ("Which grocery store did I
+    # spend the most money at?", "Which airline did I fly with the most?"): each amount or
+    # count is stated, the winner is computed from them. Not "the most popular" (a quality
+    # one text may state), nor what the assistant said ("… you recommended …")
+    re.compile(r"^(?![^?]*\byou\b)(?:which|who|whom|what (?!(?:is|was|are|were|did|do|does|have|has|had)\b)\w+"
+               r"(?: \w+)? (?:did|do|does|have|has|had|was|were|is|are))\b[^?]*"
+               r"\b(?:the (?:most|least)(?! \w+(?:ful|ous|ive|ble|ic|al|ant|ent|ing|ed|ular|ar)\b)"
+               r"|the (?:fewest|largest|biggest|highest|lowest|smallest|greatest|longest|shortest|cheapest)"
+               r"|most (?:often|frequently))\b"),
+    # a share of a whole ("What percentage of the leadership positions …"): computed from the
+    # part and the whole, each stated apart
+    re.compile(r"^what (?:percentage|percent|proportion|fraction|share) of\b"),
     # an inference ("Would she …?", "What might his degree be?", "… likely …"): LoCoMo's
     # answers to these are judgements even when they name something the text mentions
     re.compile(r"^would (?!you\b)|\bwould\b[^?]*\blikely\b|\blikely to be\b"
                r"|^what\b[^?]*\bmight\b(?! (?:i|you)\b)"),
 )
 
+
+# a time of day as an answer states it: "2 am", "6:30 pm", "14:30" (tokens: "2 am", "6:30 pm")
+_CLOCK = re.compile(r"\d{1,2}(?::\d\d)?(?: (?:am|pm|p m))|\d{1,2}:\d\d")
+
+_NUMERIC_DATE = re.compile(r"\b\d{1,4}[/-]\d{1,2}(?:[/-]\d{1,4})?\b")
 
 _URL = re.compile(r"https?://\S+|www\.\S+")
 _URL_MASK = re.compile(r"url(\d+)url")
@@ -219,6 +278,17 @@ class _Plan:
     question: tuple[str, ...] = ()
     texts: tuple[str, ...] = ()
     parts: tuple[str, ...] = ()
+    counted: tuple[str, ...] = ()
+    """What a "How many …?" question counts ("dogs" of "How many dogs has she adopted?"),
+    as content words: a bare number answer must count it, not measure a time (see `_counts_it`)."""
+    occasion: tuple[str, ...] = ()
+    """The holiday a question picks its day by ("on Valentine's Day"), as content words: the
+    passage that holds the answer must name it (see `_occasion`)."""
+
+
+# words that ask for a date or time rather than say what happened: never anchors (stemmed, as
+# the question's words are: "time" is "tim")
+_WHEN_WORDS = frozenset(_content("when date time day year month".split()))
 
 
 @lru_cache(maxsize=8_192)
@@ -226,14 +296,15 @@ def _plan(answer: str, question: str) -> _Plan:
     folded = _fold(answer).strip(" .")
     if not folded or _UNSCORABLE.match(folded) or "not mentioned" in folded:
         return _Plan(True)
-    a_norm, q_norm = " ".join(_tokens(answer)), f" {' '.join(_tokens(question))} "
+    # a date written with numbers ("the 7/22 trip") does not give away a number answer ("7")
+    a_norm, q_norm = " ".join(_tokens(answer)), f" {' '.join(_tokens(_NUMERIC_DATE.sub(' ', question)))} "
     if question and a_norm and f" {a_norm} " in q_norm:
         # "Which did I get first, A or B?" -> "A": the question holds the answer; only a judge can tell
         return _Plan(True)
     folded_q = " ".join(_fold(question).split())
     if any(p.search(folded_q) for p in _JUDGED_QUESTIONS):
         return _Plan(True)
-    q = tuple(s for s in _content(_tokens(question)) if s not in {"when", "date", "time", "day", "year", "month"})
+    q = tuple(s for s in _content(_tokens(question)) if s not in _WHEN_WORDS)
     # parentheses hold asides and alternatives: look for the answer without them first
     bare = re.sub(r"\s*\([^)]*\)", "", answer).strip() or answer
     # a URL's slashes and dots do not separate items: split around it, keep it whole
@@ -245,7 +316,73 @@ def _plan(answer: str, question: str) -> _Plan:
     # "Previously, …; currently, …", "According to Borges, …": words that frame the items
     # of an answer are not items of it
     parts = [p for p in parts if not _FRAMING.match(_fold(p))] or parts
-    return _Plan(False, q, tuple(dict.fromkeys((answer, bare))), tuple(parts))
+    texts = tuple(dict.fromkeys((answer, bare)))
+    return _Plan(False, q, texts, tuple(parts), _counted(question), _occasion(folded_q))
+
+
+# Holidays a question may pick a day by. Which day one fell on is outside knowledge (the
+# sessions carry dates, not feasts), so only a passage that names the holiday says what
+# happened on it: "my American Airlines flight" said on 14 February is not "the airline I
+# flew with on Valentine's Day".
+_HOLIDAY = re.compile(
+    r"\b(?:valentine|christmas|xmas|thanksgiving|halloween|easter|hanukkah|chanukah|diwali|passover|ramadan"
+    r"|new year|independence day|memorial day|labor day|mother.?s day|father.?s day|(?:st\.? )?patrick.?s day)"
+)
+
+
+def _occasion(folded_question: str) -> tuple[str, ...]:
+    """The content words of the holiday ``folded_question`` names ("valentin" of "What did I
+    do on Valentine's Day?"), "day" and "s" left out; () when it names none."""
+    m = _HOLIDAY.search(folded_question)
+    if not m:
+        return ()
+    return tuple(w for w in _content(_tokens(m.group(0))) if w not in {"day", "st"})
+
+
+# the words that end what "How many …" counts: its verb, or the subject before the verb
+_COUNT_END = frozenset("did do does have has had is are was were will would can could should am i you he she we "
+                       "they it there".split())  # fmt: skip
+
+
+def _counted(question: str) -> tuple[str, ...]:
+    """The content words of what a "How many …?" question counts, up to its verb: ("dog",)
+    for "How many dogs has Maria adopted?"; () for any other question."""
+    tokens = _tokens(question)
+    for k in range(len(tokens) - 1):
+        if tokens[k] == "how" and tokens[k + 1] == "many":
+            span = []
+            for t in tokens[k + 2 : k + 10]:
+                if t in _COUNT_END:
+                    break
+                span.append(t)
+            return tuple(_content(span))
+    return ()
+
+
+# what a number measures or dates rather than counts: a time span, a clock time, a frequency
+_MEASURES = frozenset(_content("second minute hour day night week weekend month year decade time pm".split()))
+_MONTH_WORDS = frozenset("january february march april may june july august september october november december "
+                         "jan feb mar apr jun jul aug sep sept oct nov dec".split())  # fmt: skip
+
+
+def _counts_it(numbers: Sequence[str], tokens: Sequence[str], counted: Sequence[str]) -> bool:
+    """Each number of a bare answer to "How many N …?" stands somewhere in ``tokens`` as a
+    count, not as the measure of something else: "two weeks ago" does not count dogs, nor
+    "March 2" bikes (a number followed by a span of time, "times" or "am"/"pm", or a date's
+    day, unless N is that span: "How many days …" is answered by "5 days"). N itself need not
+    follow the number ("Mummies (4)", "page 220", "four different ones")."""
+    if not counted:
+        return True
+    other = _MEASURES - set(counted)
+
+    def counts(j: int) -> bool:
+        after = tokens[j + 1] if j + 1 < len(tokens) else ""
+        unit = _content([after])
+        if after == "am" or (unit and unit[0] in other):
+            return False
+        return after not in _MONTH_WORDS and (j == 0 or tokens[j - 1] not in _MONTH_WORDS)
+
+    return all(any(t == n and counts(j) for j, t in enumerate(tokens)) for n in numbers)
 
 
 class Haystack:
@@ -278,11 +415,11 @@ class Haystack:
 
     # one part of an answer ---------------------------------------------------------------
 
-    def _anchored(self, i: int, question: Sequence[str]) -> bool:
+    def _anchored(self, i: int, question: Sequence[str], least: int = ANCHOR_WORDS) -> bool:
         if not question:
             return True
         stems = self._prepared[i].stems
-        return sum(s in stems for s in question) >= min(ANCHOR_WORDS, len(question))
+        return sum(s in stems for s in question) >= min(least, len(question))
 
     def _respell(self, tokens: tuple[str, ...]) -> tuple[str, ...]:
         """The answer's words as the passages spell them, where the answer drops a letter of
@@ -298,25 +435,44 @@ class Haystack:
                         out[k] = next(iter(fits.values()))
         return tuple(out)
 
-    def _find_part(self, part: str, question: Sequence[str], words: bool = True) -> tuple[str, int] | None:
+    def _names(self, i: int, occasion: Sequence[str]) -> bool:
+        stems = self._prepared[i].stems
+        return all(s in stems for s in occasion)
+
+    def _find_part(
+        self,
+        part: str,
+        question: Sequence[str],
+        words: bool = True,
+        counted: Sequence[str] = (),
+        occasion: Sequence[str] = (),
+    ) -> tuple[str, int] | None:
         tokens, want = _part_words(part)
         tokens = self._respell(tokens)
         if not tokens:
             return None
         content = _content_of(tokens)
         numbers = [t for t in tokens if _is_number(t)]
-        bare = not content  # only numbers (and stop words): anchor on the question
+        # only numbers (and stop words): anchor on the question. A clock time ("2 AM", "6:30
+        # pm") is a number with its unit, a narrower claim than a bare count: one question word
+        # near it is enough (the others may pick the day, in another passage: "the day before
+        # my doctor's appointment")
+        clock = bool(_CLOCK.fullmatch(" ".join(tokens)))
+        bare = not content or clock
+        least = 1 if clock else ANCHOR_WORDS
         # a date
         want = _answer_date(part)
         if want is not None:
             for i in self._dated:
-                if any(_date_matches(w, self._prepared[i].dates) for w in want) and self._anchored(i, question):
+                if (any(_date_matches(w, self._prepared[i].dates) for w in want) and self._anchored(i, question)
+                        and self._names(i, occasion)):
                     return "date", self._owners[i]
             # an event told on the day it happened ("I just launched…"): the passage's own
             # date, for a day or month answer, when the passage is about the question
             if question and all(w.kind in ("day", "month") for w in want):
                 for i, p in enumerate(self._prepared):
-                    if p.said and any(_date_matches(w, p.said) for w in want) and self._anchored(i, question):
+                    if (p.said and any(_date_matches(w, p.said) for w in want) and self._anchored(i, question)
+                            and self._names(i, occasion)):
                         return "date", self._owners[i]
         # word for word
         needle = f" {' '.join(tokens)} "
@@ -330,10 +486,10 @@ class Haystack:
         for i in pool_list:
             p = self._prepared[i]
             if (needle in p.joined or (content and numbers and needle in p.raw)) and (
-                not (bare or want) or self._anchored(i, question)
-            ):
+                not (bare or want) or self._anchored(i, question, least)
+            ) and (not bare or _counts_it(numbers, p.tokens, counted)) and self._names(i, occasion):
                 return "phrase", self._owners[i]
-        if want is not None or not content or not words:
+        if want is not None or bare or not words:
             return None
         # content-word recall
         need = max(1, math.ceil(RECALL_THRESHOLD * len(content) - 1e-9))
@@ -347,7 +503,9 @@ class Haystack:
             p = self._prepared[i]
             if len(p.parts) > 1 and max(sum(s in piece for s in content) for piece in p.parts) < need:
                 continue
-            if all(n in p.numbers for n in numbers) and _units_follow(tokens, p.tokens):
+            if all(n in p.numbers for n in numbers) and _units_follow(tokens, p.tokens) and self._names(
+                i, occasion
+            ):
                 return "words", self._owners[i]
         return None
 
@@ -369,7 +527,7 @@ class Haystack:
         q, parts = plan.question, plan.parts
         for text in plan.texts:
             # a list is found whole only word for word: recall over its words could skip an item
-            hit = self._find_part(text, q, words=len(parts) < 2)
+            hit = self._find_part(text, q, words=len(parts) < 2, counted=plan.counted, occasion=plan.occasion)
             if hit:
                 return Finding(True, hit[0], (text,), (), (hit[1],))
         if len(parts) < 2:
@@ -377,7 +535,7 @@ class Haystack:
             return Finding(False, "none", (bare,), (bare,))
         found, missing = [], []
         for p in parts:
-            hit = self._find_part(p, q)
+            hit = self._find_part(p, q, occasion=plan.occasion)
             if hit:
                 found.append(hit[1])
             else:
