@@ -35,11 +35,10 @@ Lines as one when it holds an Aider run header.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
 from ..conversation import Conversation
-from ..errors import ConversationIndexError, ImportFormatError
+from ..errors import ImportFormatError
 from . import aider as _aider
 from . import claude_code as _claude_code
 from . import cline as _cline
@@ -53,7 +52,7 @@ from . import sharegpt as _sharegpt
 from . import swe_agent as _swe_agent
 from . import tau_bench as _tau_bench
 from . import toolbench as _toolbench
-from ._common import Source, read_source
+from ._common import Format, Source, read_source
 from .aider import load_aider, load_aider_all
 from .claude_code import claude_code_subagents, load_claude_code
 from .cline import load_cline
@@ -123,57 +122,33 @@ def _sniff_harpe(src: Source) -> str | None:
     return None
 
 
-@dataclass(frozen=True)
-class _Format:
-    name: str
-    title: str
-    sniff: Callable[[Source], str | None]
-    one: Callable[[Source, Any], Conversation]
-    many: Callable[[Source], list[Conversation]] | None = None
+def _journal(src: Source, _item: Any, _k: int) -> Conversation:
+    return load_harpe(src.path)
 
 
-def _single(load: Callable[[Any], Conversation]) -> Callable[[Source, Any], Conversation]:
-    def one(src: Source, index: Any) -> Conversation:
-        if index not in (0, None):
-            raise ConversationIndexError(f"{src.path}: holds one conversation; index {index!r} does not apply "
-                                         "(leave it out, or pass 0)")
-        return load(src)
-
-    return one
-
-
-def _multi(load: Callable[..., Conversation]) -> Callable[[Source, Any], Conversation]:
-    return lambda src, index: load(src, index=0 if index is None else index)
-
-
-_REGISTRY: tuple[_Format, ...] = (
-    _Format("harpe_lab", "a harpe_lab conversation file", _native.sniff, _single(_native.load_conversation)),
-    _Format("harpe", "a Harpe journal", _sniff_harpe, _single(lambda src: load_harpe(src.path))),
-    _Format("claude_code", "a Claude Code session", _claude_code.sniff, _single(_claude_code.load_claude_code)),
-    _Format("codex", "a Codex CLI rollout", _codex.sniff, _single(_codex.load_codex)),
-    _Format("cline", "a Cline session", _cline.sniff, _single(_cline.load_cline)),
-    _Format("gemini_cli", "a Gemini CLI session", _gemini_cli.sniff, _single(_gemini_cli.load_gemini_cli)),
-    _Format("aider", "an Aider chat history", _aider.sniff, _multi(_aider.load_aider),
-            lambda s: _aider.load_aider_all(s)),
-    _Format("locomo", "a LoCoMo-family dialogue file", _locomo.sniff, _multi(_locomo.load_locomo),
-            lambda s: _locomo.load_locomo_all(s)),
-    _Format("longmemeval", "a LongMemEval question file", _longmemeval.sniff,
-            _multi(_longmemeval.load_longmemeval), lambda s: _longmemeval.load_longmemeval_all(s)),
-    _Format("tau_bench", "a tau-bench trajectory file", _tau_bench.sniff, _multi(_tau_bench.load_tau_bench),
-            lambda s: _tau_bench.load_tau_bench_all(s)),
-    _Format("swe_agent", "a SWE-agent trajectory", _swe_agent.sniff, _single(_swe_agent.load_swe_agent)),
-    _Format("toolbench", "a ToolBench answer tree", _toolbench.sniff, _single(_toolbench.load_toolbench)),
-    _Format("sharegpt", "a ShareGPT conversation file", _sharegpt.sniff, _multi(_sharegpt.load_sharegpt),
-            lambda s: _sharegpt.load_sharegpt_all(s)),
-    _Format("openai", "an OpenAI chat-messages file", _openai.sniff, _multi(_openai.load_openai),
-            lambda s: _openai.load_openai_all(s)),
+_REGISTRY: tuple[Format, ...] = (
+    _native.FORMAT,
+    Format("harpe", "a Harpe journal", _sniff_harpe, _journal),
+    _claude_code.FORMAT,
+    _codex.FORMAT,
+    _cline.FORMAT,
+    _gemini_cli.FORMAT,
+    _aider.FORMAT,
+    _locomo.FORMAT,
+    _longmemeval.FORMAT,
+    _tau_bench.FORMAT,
+    _swe_agent.FORMAT,
+    _toolbench.FORMAT,
+    _sharegpt.FORMAT,
+    _openai.FORMAT,
 )
+"""Every format, in the order `load_any` tries them; each declared by its importer."""
 
 FORMATS: tuple[str, ...] = tuple(f.name for f in _REGISTRY)
 """Every format `load_any` knows, in the order it tries them."""
 
 
-def _choose(src: Source) -> _Format:
+def _choose(src: Source) -> Format:
     tried = []
     for fmt in _REGISTRY:
         reason = fmt.sniff(src)
@@ -187,7 +162,7 @@ def _choose(src: Source) -> _Format:
     )
 
 
-def _format(name: str) -> _Format:
+def _format(name: str) -> Format:
     for fmt in _REGISTRY:
         if fmt.name == name:
             return fmt
@@ -233,13 +208,11 @@ def load_any(path: Any, *, index: int | str | None = None, format: str | None = 
     """
     src = read_transcript(path)
     fmt = _format(format) if format is not None else _choose(src)
-    return _tagged(fmt.one(src, index), fmt.name)
+    return _tagged(fmt.load(src, index=index), fmt.name)
 
 
 def load_all(path: Any, *, format: str | None = None) -> list[Conversation]:
     """Read every conversation of a transcript file (one item for single-conversation formats)."""
     src = read_transcript(path)
     fmt = _format(format) if format is not None else _choose(src)
-    if fmt.many is None:
-        return [_tagged(fmt.one(src, None), fmt.name)]
-    return [_tagged(c, fmt.name) for c in fmt.many(src)]
+    return [_tagged(c, fmt.name) for c in fmt.load_all(src)]

@@ -19,6 +19,7 @@ from ..errors import ConversationIndexError, ImportFormatError
 from ..messages import AssistantMessage, Attachment, Message, ToolResult, ToolResults, Usage, UserInput, parse_arguments
 
 __all__ = [
+    "Format",
     "freeze",
     "Source",
     "read_source",
@@ -182,6 +183,59 @@ def select(items: Sequence[Any], index: int | str, ident: Callable[[Any, int], s
     one = what[:-1] if what.endswith("s") else what
     raise ConversationIndexError(f"{path}: no {one} with id {index!r}; the file holds {n} {what}, "
                                  f"ids: {_ids(items, ident)} (or a position 0 to {n - 1})")
+
+
+def _position(_src: "Source", _item: Any, k: int) -> str:
+    return str(k)
+
+
+@dataclass(frozen=True)
+class Format:
+    """A transcript format, declared once by its importer: `load_any`'s detection, the
+    importer's ``load_X(path, index=)`` and ``load_X_all(path)`` all follow from it.
+
+    ``sniff(src)`` is ``None`` for a file in the format, else why not; ``items(src)`` the
+    conversations a file holds, raw, its own errors naming the file (``None``: a file is one
+    conversation, read once ``sniff`` accepts it); ``convert(src,
+    item, k)`` one of them as a `Conversation` (``item`` is ``None`` for a one-conversation
+    file); ``ident(src, item, k)`` the id ``index=`` may name it by; ``what`` what the items
+    are called in an error; ``read(path)`` the file as a `Source`."""
+
+    name: str
+    title: str
+    """What such a file is, for people: ``"a Claude Code session"``."""
+    sniff: Callable[["Source"], str | None]
+    convert: Callable[["Source", Any, int], Conversation]
+    items: Callable[["Source"], Sequence[Any]] | None = None
+    ident: Callable[["Source", Any, int], str] = _position
+    what: str = "conversations"
+    read: Callable[[Any], "Source"] = field(default=lambda path: read_source(path))
+
+    def load(self, path: Any, *, index: int | str | None = None) -> Conversation:
+        """One conversation of the file at ``path``: ``index`` is a position or an id (the
+        first by default)."""
+        src = self.read(path)
+        if self.items is None:
+            if index not in (0, None):
+                raise ConversationIndexError(f"{src.path}: holds one conversation; index {index!r} does not apply "
+                                             "(leave it out, or pass 0)")
+            return self._one(src)
+        items = self.items(src)
+        i = select(items, 0 if index is None else index, lambda item, k: self.ident(src, item, k), src.path, self.what)
+        return self.convert(src, items[i], i)
+
+    def load_all(self, path: Any) -> list[Conversation]:
+        """Every conversation of the file at ``path``."""
+        src = self.read(path)
+        if self.items is None:
+            return [self._one(src)]
+        return [self.convert(src, item, k) for k, item in enumerate(self.items(src))]
+
+    def _one(self, src: "Source") -> Conversation:
+        reason = self.sniff(src)
+        if reason is not None:
+            raise src.error(None, f"not {self.title}: {reason}")
+        return self.convert(src, None, 0)
 
 
 def _ids(items: Sequence[Any], ident: Callable[[Any, int], str], shown: int = 10) -> str:

@@ -56,11 +56,11 @@ from typing import Any, Iterator
 from ..conversation import Conversation
 from ..errors import ImportFormatError
 from ..messages import AssistantMessage, Usage, UserInput
-from ._common import Source, TurnBuilder, conversation, format_error, read_source, select
+from ._common import Format, Source, TurnBuilder, conversation, format_error, read_source
 
 __all__ = ["load_aider", "load_aider_all"]
 
-FORMAT = "aider"
+NAME = "aider"
 _HEADER = re.compile(r"^# aider chat started at (.*?)\s*$")
 _ANY_HEADER = re.compile(r"^# aider chat started at ", re.M)
 _COUNT = r"(\d[\d,]*(?:\.\d+)?k?)"
@@ -74,16 +74,12 @@ _VERSION = re.compile(r"^Aider v(\S+)$")
 def load_aider(path: Any, *, index: int | str = 0) -> Conversation:
     """Read one run of an Aider chat history (``index``: a position among the runs that
     hold a conversation, or the run's start time as its header writes it)."""
-    src = history_source(path)
-    sessions = _sessions(src)
-    i = select(sessions, index, lambda s, k: s.started, src.path, "sessions")
-    return _convert(src, sessions[i])
+    return FORMAT.load(path, index=index)
 
 
 def load_aider_all(path: Any) -> list[Conversation]:
     """Read every run of an Aider chat history that holds a conversation."""
-    src = history_source(path)
-    return [_convert(src, s) for s in _sessions(src)]
+    return FORMAT.load_all(path)
 
 
 def history_source(path: Any) -> Source:
@@ -382,8 +378,12 @@ class _Folder:
         if self.commands:
             meta["commands"] = self.commands
         ident = self.session.started
-        return conversation(self.builder.build(), id=ident, source=self.src.path, format=FORMAT, metadata=meta)
+        return conversation(self.builder.build(), id=ident, source=self.src.path, format=NAME, metadata=meta)
 
 
 def _convert(src: Source, session: _Session) -> Conversation:
     return _Folder(src, session).build()
+
+
+FORMAT = Format(NAME, "an Aider chat history", sniff, lambda src, s, _k: _convert(src, s), items=_sessions,
+                ident=lambda _src, s, _k: s.started, what="sessions", read=history_source)

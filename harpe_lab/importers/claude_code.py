@@ -61,11 +61,11 @@ from typing import Any, Mapping
 
 from ..conversation import Conversation, RecordedCompaction
 from ..messages import AssistantMessage, ToolCall, ToolResult, ToolResults, Usage, UserInput
-from ._common import Source, TurnBuilder, conversation, read_source, text_of
+from ._common import Format, Source, TurnBuilder, conversation, text_of
 
 __all__ = ["load_claude_code", "claude_code_subagents"]
 
-FORMAT = "claude_code"
+NAME = "claude_code"
 RECORD_TYPES = frozenset(
     {"user", "assistant", "system", "summary", "progress", "queue-operation", "file-history-snapshot",
      "attachment", "custom-title", "tag", "x-error"}
@@ -77,11 +77,7 @@ _MCP = "<command-name>/mcp</command-name>"
 
 def load_claude_code(path: Any) -> Conversation:
     """Read a Claude Code session (or subagent) JSONL file."""
-    src = read_source(path)
-    reason = sniff(src)
-    if reason is not None:
-        raise src.error(None, f"not a Claude Code session: {reason}")
-    return _Reader(src).read()
+    return FORMAT.load(path)
 
 
 def sniff(src: Source) -> str | None:
@@ -400,5 +396,8 @@ class _Reader:
             })
         if subagents:
             meta["subagents"] = subagents
-        return conversation(self.builder.build(), id=ident, source=src.path, format=FORMAT, metadata=meta,
+        return conversation(self.builder.build(), id=ident, source=src.path, format=NAME, metadata=meta,
                             compactions=self.compactions)
+
+
+FORMAT = Format(NAME, "a Claude Code session", sniff, lambda src, _item, _k: _Reader(src).read())

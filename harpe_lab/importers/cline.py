@@ -49,11 +49,11 @@ from typing import Any, Mapping
 
 from ..conversation import Conversation, RecordedCompaction
 from ..messages import AssistantMessage, Attachment, ToolCall, ToolResult, ToolResults, Usage, UserInput
-from ._common import Source, TurnBuilder, conversation, read_source, text_of
+from ._common import Format, Source, TurnBuilder, conversation, text_of
 
 __all__ = ["load_cline"]
 
-FORMAT = "cline"
+NAME = "cline"
 _ROLES = ("user", "assistant")
 _INPUT_BLOCKS = frozenset({"text", "image", "document"})
 _MANIFEST_KEYS = ("cwd", "model", "provider", "started_at", "ended_at", "status", "source")
@@ -61,11 +61,7 @@ _MANIFEST_KEYS = ("cwd", "model", "provider", "started_at", "ended_at", "status"
 
 def load_cline(path: Any) -> Conversation:
     """Read a Cline SDK ``*.messages.json`` session (or a ``*.compaction.json`` file)."""
-    src = read_source(path)
-    reason = sniff(src)
-    if reason is not None:
-        raise src.error(None, f"not a Cline session: {reason}")
-    return _Reader(src).read()
+    return FORMAT.load(path)
 
 
 def sniff(src: Source) -> str | None:
@@ -159,7 +155,7 @@ class _Reader:
             meta["unknown_blocks"] = self.unknown_blocks
         meta.update(self.manifest())
         system = doc.get("system_prompt")
-        return conversation(self.builder.build(), id=doc["sessionId"], source=self.src.path, format=FORMAT,
+        return conversation(self.builder.build(), id=doc["sessionId"], source=self.src.path, format=NAME,
                             metadata=meta, compactions=self.compactions,
                             system=system if isinstance(system, str) else "")
 
@@ -309,3 +305,5 @@ class _Reader:
             out["title"] = extra["title"]
         return out
 
+
+FORMAT = Format(NAME, "a Cline session", sniff, lambda src, _item, _k: _Reader(src).read())

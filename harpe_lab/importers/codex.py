@@ -28,11 +28,11 @@ from typing import Any, Mapping
 
 from ..conversation import Conversation, RecordedCompaction
 from ..messages import AssistantMessage, ToolCall, ToolResult, ToolResults, Usage, UserInput
-from ._common import Source, TurnBuilder, conversation, parse_arguments, read_source, text_of
+from ._common import Format, Source, TurnBuilder, conversation, parse_arguments, text_of
 
 __all__ = ["load_codex"]
 
-FORMAT = "codex"
+NAME = "codex"
 _ENVELOPE_TYPES = frozenset({"session_meta", "response_item", "event_msg", "turn_context", "compacted"})
 _CALLS = frozenset({"function_call", "custom_tool_call", "local_shell_call"})
 _OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output", "local_shell_call_output"})
@@ -40,11 +40,7 @@ _OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output", "local_
 
 def load_codex(path: Any) -> Conversation:
     """Read a Codex CLI rollout file."""
-    src = read_source(path)
-    reason = sniff(src)
-    if reason is not None:
-        raise src.error(None, f"not a Codex CLI rollout: {reason}")
-    return _read(src)
+    return FORMAT.load(path)
 
 
 def sniff(src: Source) -> str | None:
@@ -192,7 +188,7 @@ def _read(src: Source) -> Conversation:
         turn.usage = [st.usage.get(i) for i in ids]
     if models:
         meta["models"] = models
-    return conversation(builder.build(), id=meta.get("session_id") or src.path.stem, source=src.path, format=FORMAT,
+    return conversation(builder.build(), id=meta.get("session_id") or src.path.stem, source=src.path, format=NAME,
                         metadata=meta, compactions=compactions, system="\n\n".join(system))
 
 
@@ -246,3 +242,6 @@ def _item(src: Source, st: _State, item: Mapping[str, Any], lineno: int, system:
             turn = st.builder.current
             if turn is not None:
                 turn.metadata.setdefault("reasoning", []).extend(texts)
+
+
+FORMAT = Format(NAME, "a Codex CLI rollout", sniff, lambda src, _item, _k: _read(src))

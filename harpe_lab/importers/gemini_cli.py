@@ -49,22 +49,18 @@ from typing import Any, Mapping
 
 from ..conversation import Conversation, RecordedCompaction
 from ..messages import AssistantMessage, Attachment, ToolCall, ToolResult, ToolResults, Usage, UserInput
-from ._common import Source, TurnBuilder, conversation, read_source
+from ._common import Format, Source, TurnBuilder, conversation
 
 __all__ = ["load_gemini_cli"]
 
-FORMAT = "gemini_cli"
+NAME = "gemini_cli"
 _TYPES = frozenset({"user", "gemini", "info", "error", "warning"})
 _SNAPSHOT = "<state_snapshot>"
 
 
 def load_gemini_cli(path: Any) -> Conversation:
     """Read a Gemini CLI session recording (``session-*.jsonl``, or an older ``session-*.json``)."""
-    src = read_source(path)
-    reason = sniff(src)
-    if reason is not None:
-        raise src.error(None, f"not a Gemini CLI session: {reason}")
-    return _Reader(src).read()
+    return FORMAT.load(path)
 
 
 def _is_metadata(rec: Any) -> bool:
@@ -310,7 +306,7 @@ class _Reader:
         if self.checkpoints:
             meta["checkpoints"] = self.checkpoints
         return conversation(self.builder.build(), id=meta["session_id"] or self.src.path.stem, source=self.src.path,
-                            format=FORMAT, metadata=meta, compactions=compactions)
+                            format=NAME, metadata=meta, compactions=compactions)
 
     def flush_pending(self) -> None:
         pending, self.pending = self.pending, None
@@ -399,3 +395,6 @@ class _Reader:
             n[key] = int(value)
         return Usage(input_tokens=n["input"] + n["tool"], output_tokens=n["output"] + n["thoughts"],
                      cache_read_tokens=n["cached"], provider="gemini", model=model)
+
+
+FORMAT = Format(NAME, "a Gemini CLI session", sniff, lambda src, _item, _k: _Reader(src).read())

@@ -44,11 +44,11 @@ from typing import Any, Mapping
 
 from ..conversation import Conversation, Probe
 from ..messages import AssistantMessage, UserInput
-from ._common import Source, TurnBuilder, checked_items, conversation, document_items, item_where, read_source, select
+from ._common import Format, Source, TurnBuilder, checked_items, conversation, document_items, item_where
 
 __all__ = ["load_locomo", "load_locomo_all", "LOCOMO_CATEGORIES", "VARIANTS"]
 
-FORMAT = "locomo"
+NAME = "locomo"
 LOCOMO_CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 NOT_MENTIONED = "Not mentioned in the conversation"
 _SESSION = re.compile(r"session_(\d+)")
@@ -56,16 +56,12 @@ _SESSION = re.compile(r"session_(\d+)")
 
 def load_locomo(path: Any, *, index: int | str = 0) -> Conversation:
     """Read one LoCoMo sample as a conversation with its QA as probes."""
-    src = read_source(path)
-    samples = _samples(src)
-    i = select(samples, index, lambda s, k: str(s.get("sample_id", k)), src.path, "samples")
-    return _convert(src, samples[i], i)
+    return FORMAT.load(path, index=index)
 
 
 def load_locomo_all(path: Any) -> list[Conversation]:
     """Read every sample of a LoCoMo file."""
-    src = read_source(path)
-    return [_convert(src, s, k) for k, s in enumerate(_samples(src))]
+    return FORMAT.load_all(path)
 
 
 VARIANTS = ("locomo", "realtalk")
@@ -222,4 +218,8 @@ def _convert(src: Source, sample: Mapping[str, Any], k: int) -> Conversation:
         meta["unknown_evidence"] = unknown
     if adversarial:
         meta["adversarial_answers"] = adversarial
-    return conversation(turns, id=ident, source=src.path, format=FORMAT, metadata=meta, probes=probes)
+    return conversation(turns, id=ident, source=src.path, format=NAME, metadata=meta, probes=probes)
+
+
+FORMAT = Format(NAME, "a LoCoMo-family dialogue file", sniff, _convert, items=_samples,
+                ident=lambda _src, s, k: str(s.get("sample_id", k)), what="samples")

@@ -18,25 +18,21 @@ from typing import Any, Mapping
 
 from ..conversation import Conversation, Probe
 from ..messages import AssistantMessage, UserInput
-from ._common import Source, TurnBuilder, checked_items, conversation, document_items, item_where, read_source, select
+from ._common import Format, Source, TurnBuilder, checked_items, conversation, document_items, item_where
 
 __all__ = ["load_longmemeval", "load_longmemeval_all"]
 
-FORMAT = "longmemeval"
+NAME = "longmemeval"
 
 
 def load_longmemeval(path: Any, *, index: int | str = 0) -> Conversation:
     """Read one LongMemEval question as a conversation ending in a probe."""
-    src = read_source(path)
-    items = _items(src)
-    i = select(items, index, lambda q, k: str(q.get("question_id", k)), src.path, "questions")
-    return _convert(src, items[i], i)
+    return FORMAT.load(path, index=index)
 
 
 def load_longmemeval_all(path: Any) -> list[Conversation]:
     """Read every question of a LongMemEval file."""
-    src = read_source(path)
-    return [_convert(src, q, k) for k, q in enumerate(_items(src))]
+    return FORMAT.load_all(path)
 
 
 def sniff(src: Source) -> str | None:
@@ -104,4 +100,8 @@ def _convert(src: Source, item: Mapping[str, Any], k: int) -> Conversation:
         "question_date": str(item.get("question_date", "")),
         "answer_session_ids": list(item.get("answer_session_ids") or []),
     }
-    return conversation(turns, id=ident, source=src.path, format=FORMAT, metadata=meta, probes=[probe])
+    return conversation(turns, id=ident, source=src.path, format=NAME, metadata=meta, probes=[probe])
+
+
+FORMAT = Format(NAME, "a LongMemEval question file", sniff, _convert, items=_items,
+                ident=lambda _src, q, k: str(q.get("question_id", k)), what="questions")

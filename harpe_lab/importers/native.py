@@ -24,11 +24,11 @@ from typing import Any, Mapping
 
 from ..conversation import Conversation, Probe, RecordedCompaction, Turn
 from ..messages import AssistantMessage, Attachment, Message, ToolCall, ToolResult, ToolResults, Usage, UserInput
-from ._common import Source, freeze, get, read_source
+from ._common import Format, Source, freeze, get
 
 __all__ = ["save_conversation", "load_conversation", "conversation_to_dict", "conversation_from_dict", "FORMAT_TAG"]
 
-FORMAT = "harpe_lab"
+NAME = "harpe_lab"
 FORMAT_TAG = "harpe_lab.conversation"
 VERSION = 1
 
@@ -124,11 +124,7 @@ def save_conversation(conversation: Conversation, path: Any) -> Path:
 
 def load_conversation(path: Any) -> Conversation:
     """Read a file `save_conversation` wrote."""
-    src = read_source(path)
-    reason = sniff(src)
-    if reason is not None:
-        raise src.error(None, f"not a harpe_lab conversation file: {reason}")
-    return conversation_from_dict(src.doc, src)
+    return FORMAT.load(path)
 
 
 def sniff(src: Source) -> str | None:
@@ -226,9 +222,9 @@ def conversation_from_dict(d: Mapping[str, Any], src: Source | None = None) -> C
                                               get(c, "message", int, src, where, None)))
     meta = dict(get(d, "metadata", dict, src, None, {}))
     stored = meta.get("format")
-    if stored and stored != FORMAT:
+    if stored and stored != NAME:
         meta.setdefault("source_format", stored)  # what the conversation was first imported from
-    meta["format"] = FORMAT
+    meta["format"] = NAME
     meta = {k: freeze(v) for k, v in meta.items()}
     try:
         return Conversation(turns=tuple(turns), id=get(d, "id", str, src, None, "conversation"),
@@ -236,3 +232,6 @@ def conversation_from_dict(d: Mapping[str, Any], src: Source | None = None) -> C
                             compactions=tuple(compactions), system=get(d, "system", str, src, None, ""))
     except (TypeError, ValueError) as e:
         raise src.error(None, str(e)) from None
+
+
+FORMAT = Format(NAME, "a harpe_lab conversation file", sniff, lambda src, _item, _k: conversation_from_dict(src.doc, src))

@@ -22,26 +22,22 @@ from typing import Any, Mapping, Sequence
 
 from ..conversation import Conversation
 from ..messages import AssistantMessage, ToolCall, ToolResult, ToolResults, Usage, UserInput
-from ._common import Source, TurnBuilder, conversation, parse_arguments, read_source, select, text_of
+from ._common import Format, Source, TurnBuilder, conversation, parse_arguments, text_of
 
 __all__ = ["load_openai", "load_openai_all", "from_openai_messages"]
 
-FORMAT = "openai"
+NAME = "openai"
 
 
 def load_openai(path: Any, *, index: int | str = 0) -> Conversation:
     """Read one conversation from an OpenAI chat-completions file (``index``: position, or
     the conversation's ``id`` in a multi-conversation file)."""
-    src = read_source(path)
-    entries = _entries(src)
-    i = select(entries, index, lambda e, k: e[1], src.path, "conversations")
-    return _convert(src, *entries[i])
+    return FORMAT.load(path, index=index)
 
 
 def load_openai_all(path: Any) -> list[Conversation]:
     """Read every conversation of an OpenAI chat-completions file."""
-    src = read_source(path)
-    return [_convert(src, *e) for e in _entries(src)]
+    return FORMAT.load_all(path)
 
 
 def from_openai_messages(
@@ -50,7 +46,7 @@ def from_openai_messages(
     id: str = "conversation",
     source: str = "",
     metadata: Mapping[str, Any] | None = None,
-    format: str = FORMAT,
+    format: str = NAME,
 ) -> Conversation:
     """Build a `Conversation` from OpenAI message dicts held in memory."""
     src = Source(path=Path(source or "<messages>"), text="")
@@ -130,7 +126,7 @@ def _entry(obj: Mapping[str, Any], default_id: str, where: Any) -> tuple[Any, st
 
 def _convert(src: Source, messages: Any, ident: str, meta: dict[str, Any], where: Any) -> Conversation:
     turns, system = _turns(src, messages, where)
-    return conversation(turns, id=ident, source=src.path, format=FORMAT, metadata=meta, system=system)
+    return conversation(turns, id=ident, source=src.path, format=NAME, metadata=meta, system=system)
 
 
 def _usage(raw: Any) -> Usage | None:
@@ -190,3 +186,7 @@ def _turns(src: Source, messages: Sequence[Mapping[str, Any]], where: Any) -> tu
             raise src.error(loc, f"unknown role {role!r}; expected system, developer, user, assistant, tool "
                                  "or function")
     return builder.build(), "\n\n".join(system)
+
+
+FORMAT = Format(NAME, "an OpenAI chat-messages file", sniff, lambda src, e, _k: _convert(src, *e), items=_entries,
+                ident=lambda _src, e, _k: e[1])

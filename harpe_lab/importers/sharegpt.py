@@ -18,11 +18,11 @@ from typing import Any, Mapping
 
 from ..conversation import Conversation
 from ..messages import AssistantMessage, ToolCall, ToolResult, ToolResults, UserInput
-from ._common import Source, TurnBuilder, conversation, parse_arguments, read_source, select
+from ._common import Format, Source, TurnBuilder, conversation, parse_arguments
 
 __all__ = ["load_sharegpt", "load_sharegpt_all"]
 
-FORMAT = "sharegpt"
+NAME = "sharegpt"
 USER = frozenset({"human", "user"})
 ASSISTANT = frozenset({"gpt", "assistant", "chatgpt", "bard", "bing", "model"})
 TOOL = frozenset({"observation", "tool", "function", "function_response"})
@@ -30,16 +30,12 @@ TOOL = frozenset({"observation", "tool", "function", "function_response"})
 
 def load_sharegpt(path: Any, *, index: int | str = 0) -> Conversation:
     """Read one conversation from a ShareGPT file."""
-    src = read_source(path)
-    entries = _entries(src)
-    i = select(entries, index, lambda e, k: _ident(e[0], src, k), src.path, "conversations")
-    return _convert(src, *entries[i], i)
+    return FORMAT.load(path, index=index)
 
 
 def load_sharegpt_all(path: Any) -> list[Conversation]:
     """Read every conversation of a ShareGPT file."""
-    src = read_source(path)
-    return [_convert(src, rec, where, k) for k, (rec, where) in enumerate(_entries(src))]
+    return FORMAT.load_all(path)
 
 
 def sniff(src: Source) -> str | None:
@@ -130,5 +126,9 @@ def _convert(src: Source, rec: Mapping[str, Any], where: Any, k: int) -> Convers
             raise src.error(loc, f"unknown speaker {m['from']!r}; expected human, gpt, system, function_call "
                                  "or observation")
     meta = {key: value for key, value in rec.items() if key not in ("conversations", "id", "system")}
-    return conversation(builder.build(), id=_ident(rec, src, k), source=src.path, format=FORMAT,
+    return conversation(builder.build(), id=_ident(rec, src, k), source=src.path, format=NAME,
                         metadata=meta, system="\n\n".join(system))
+
+
+FORMAT = Format(NAME, "a ShareGPT conversation file", sniff, lambda src, e, k: _convert(src, *e, k),
+                items=_entries, ident=lambda src, e, k: _ident(e[0], src, k))

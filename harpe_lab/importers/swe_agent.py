@@ -27,19 +27,19 @@ from typing import Any, Mapping
 
 from ..conversation import Conversation
 from ..messages import AssistantMessage, ToolCall, ToolResult, ToolResults, UserInput
-from ._common import Source, TurnBuilder, conversation, parse_arguments, read_source, text_of
+from ._common import Format, Source, TurnBuilder, conversation, parse_arguments, text_of
 
 __all__ = ["load_swe_agent"]
 
-FORMAT = "swe_agent"
+NAME = "swe_agent"
 
 
 def load_swe_agent(path: Any) -> Conversation:
     """Read a SWE-agent ``.traj`` file."""
-    src = read_source(path)
-    reason = sniff(src)
-    if reason is not None:
-        raise src.error(None, f"not a SWE-agent trajectory: {reason}")
+    return FORMAT.load(path)
+
+
+def _convert(src: Source, _item: Any = None, _k: int = 0) -> Conversation:
     doc = src.doc
     history = doc.get("history") or []
     if history:
@@ -52,7 +52,7 @@ def load_swe_agent(path: Any) -> Conversation:
         meta["environment"] = doc["environment"]
     if agents:
         meta["agents"] = agents
-    return conversation(turns, id=src.path.stem, source=src.path, format=FORMAT, metadata=meta, system=system)
+    return conversation(turns, id=src.path.stem, source=src.path, format=NAME, metadata=meta, system=system)
 
 
 def sniff(src: Source) -> str | None:
@@ -146,3 +146,6 @@ def _from_trajectory(src: Source, steps: list[Mapping[str, Any]]) -> list:
         builder.assistant(AssistantMessage(reply, (ToolCall(mid, _command_name(action), {"command": action}),)), mid)
         builder.results(ToolResults((ToolResult(mid, str(s.get("observation", ""))),)), f"{mid}:result")
     return builder.build()
+
+
+FORMAT = Format(NAME, "a SWE-agent trajectory", sniff, _convert)

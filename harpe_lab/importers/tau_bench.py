@@ -13,26 +13,22 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from ..conversation import Conversation
-from ._common import Source, checked_items, conversation, document_items, item_where, read_source, select
+from ._common import Format, Source, checked_items, conversation, document_items, item_where
 from .openai import _check_messages, _turns
 
 __all__ = ["load_tau_bench", "load_tau_bench_all"]
 
-FORMAT = "tau_bench"
+NAME = "tau_bench"
 
 
 def load_tau_bench(path: Any, *, index: int | str = 0) -> Conversation:
     """Read one tau-bench trajectory."""
-    src = read_source(path)
-    items = _items(src)
-    i = select(items, index, _ident, src.path, "trajectories")
-    return _convert(src, items[i], i)
+    return FORMAT.load(path, index=index)
 
 
 def load_tau_bench_all(path: Any) -> list[Conversation]:
     """Read every trajectory of a tau-bench results file."""
-    src = read_source(path)
-    return [_convert(src, t, k) for k, t in enumerate(_items(src))]
+    return FORMAT.load_all(path)
 
 
 def sniff(src: Source) -> str | None:
@@ -72,4 +68,8 @@ def _convert(src: Source, t: Mapping[str, Any], k: int) -> Conversation:
         "user_id": task.get("user_id", ""),
         "actions": task.get("actions", []),
     }
-    return conversation(turns, id=_ident(t, k), source=src.path, format=FORMAT, metadata=meta, system=system)
+    return conversation(turns, id=_ident(t, k), source=src.path, format=NAME, metadata=meta, system=system)
+
+
+FORMAT = Format(NAME, "a tau-bench trajectory file", sniff, _convert, items=_items,
+                ident=lambda _src, t, k: _ident(t, k), what="trajectories")

@@ -16,20 +16,20 @@ from typing import Any, Mapping
 
 from ..conversation import Conversation
 from ..messages import AssistantMessage, ToolCall, ToolResult, ToolResults, UserInput
-from ._common import Source, TurnBuilder, conversation, parse_arguments, read_source
+from ._common import Format, Source, TurnBuilder, conversation, parse_arguments
 from .openai import _check_messages, _turns
 
 __all__ = ["load_toolbench"]
 
-FORMAT = "toolbench"
+NAME = "toolbench"
 
 
 def load_toolbench(path: Any) -> Conversation:
     """Read a ToolBench answer file's chosen chain (or, for a failed run, its deepest path)."""
-    src = read_source(path)
-    reason = sniff(src)
-    if reason is not None:
-        raise src.error(None, f"not a ToolBench answer file: {reason}")
+    return FORMAT.load(path)
+
+
+def _convert(src: Source, _item: Any = None, _k: int = 0) -> Conversation:
     gen = src.doc["answer_generation"]
     meta = {key: gen.get(key) for key in ("valid_data", "final_answer", "query_count", "total_tokens") if key in gen}
     meta["win"] = src.doc.get("win")
@@ -41,7 +41,7 @@ def load_toolbench(path: Any) -> Conversation:
     else:
         turns, system = _from_tree(src, gen), ""
         meta["path_from"] = "tree"
-    return conversation(turns, id=src.path.stem, source=src.path, format=FORMAT, metadata=meta, system=system)
+    return conversation(turns, id=src.path.stem, source=src.path, format=NAME, metadata=meta, system=system)
 
 
 def sniff(src: Source) -> str | None:
@@ -93,3 +93,6 @@ def _from_tree(src: Source, gen: Mapping[str, Any]) -> list:
         if "observation" in args:
             builder.results(ToolResults((ToolResult(call_id, str(args["observation"])),)), f"{call_id}:result")
     return builder.build()
+
+
+FORMAT = Format(NAME, "a ToolBench answer file", sniff, _convert)
