@@ -37,7 +37,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from itertools import accumulate, compress, count, islice
 from operator import is_not
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Protocol, Sequence, runtime_checkable
 
 from ..errors import StrategyError
 from ..messages import AssistantMessage, Message, Rendered, ToolResults, UserInput
@@ -50,6 +50,7 @@ __all__ = [
     "HeadAndTail",
     "TokenLimited",
     "ModelContext",
+    "Running",
     "pair_up",
     "skipped_text",
 ]
@@ -165,8 +166,45 @@ def _pair_up_scanning(out: tuple[Message, ...], msgs: Sequence[Message]) -> tupl
     return tuple(kept)
 
 
+@runtime_checkable
+class Running(Protocol):
+    """A policy that runs over a stored transcript with state of its own (`ModelContext`
+    checks for it once, where it is given the policy): ``running()`` returns a fresh
+    `Run`."""
+
+    def running(self) -> "Run": ...
+
+
+class Run(Protocol):
+    """A policy over one context's stored transcript: told of each message before it is
+    stored (``added``) and of the transcript an aborted turn restored (``restored``), it
+    answers ``run(transcript)`` — the same as ``policy(transcript)``."""
+
+    def added(self, message: Message) -> None: ...
+
+    def restored(self, messages: Sequence[Message]) -> None: ...
+
+    def __call__(self, messages: Sequence[Message]) -> tuple[Message, ...]: ...
+
+
+class _Whole:
+    """A policy applied to the whole stored transcript at each request, nothing kept between."""
+
+    def __init__(self, policy: Callable[[Sequence[Message]], Sequence[Message]]) -> None:
+        self.policy = policy
+
+    def added(self, message: Message) -> None:
+        pass
+
+    def restored(self, messages: Sequence[Message]) -> None:
+        pass
+
+    def __call__(self, messages: Sequence[Message]) -> tuple[Message, ...]:
+        return tuple(self.policy(messages))
+
+
 class _Policy:
-    """Shared by the three policies: ``__call__`` and ``context``."""
+    """Shared by the three policies: ``__call__``, ``running`` and ``context``."""
 
     def select(self, messages: Sequence[Message]) -> tuple[Message, ...]:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -174,6 +212,10 @@ class _Policy:
     def __call__(self, messages: Iterable[Message]) -> tuple[Message, ...]:
         seq = _seq(messages)
         return pair_up(self.select(seq), seq)
+
+    def running(self) -> Run:
+        """This policy over one context's transcript (`Running`)."""
+        return _Whole(self)
 
     def context(self, system: str = "") -> "ModelContext":
         """This policy through Harpe's lifecycle, with the system prompt ``system``."""
@@ -307,9 +349,9 @@ class TokenLimited(_Policy):
     def select(self, messages: Sequence[Message]) -> tuple[Message, ...]:
         seq = _seq(messages)
         price = self.counter.count_message
-        return self._select(seq, list(accumulate((int(price(m)) for m in seq), initial=0)))
+        return self.select_summed(seq, list(accumulate((int(price(m)) for m in seq), initial=0)))
 
-    def _select(self, seq: Sequence[Message], sums: Sequence[int]) -> tuple[Message, ...]:
+    def select_summed(self, seq: Sequence[Message], sums: Sequence[int]) -> tuple[Message, ...]:
         """`select`, with ``sums[k]`` the price of ``seq[:k]``: O(log n) with the sums."""
         n = len(seq)
         fixed = int(self.counter.count_rendered(Rendered("", ()), self.tools))
@@ -342,15 +384,34 @@ class TokenLimited(_Policy):
             out = out[1:]
         return out
 
-    def _priced(self, seq: Sequence[Message], sums: Sequence[int]) -> tuple[Message, ...]:
-        """``self(seq)`` with the prices' running sums already known (`ModelContext` keeps them)."""
-        return pair_up(self._select(seq, sums), seq)
+    def running(self) -> Run:
+        """This policy over one context's transcript, keeping the running sums of the stored
+        messages' prices: a request costs O(log history) instead of O(history)."""
+        return _Summed(self)
 
     def context(self, system: str = "") -> "ModelContext":
         """This policy through Harpe's lifecycle, declaring ``Limit(token_limit + the system
         prompt's tokens, "target")``."""
         limit = Limit(tokens=self.token_limit + self.system_tokens(system), kind="target")
         return ModelContext(system, self, limit=limit)
+
+
+class _Summed:
+    """`TokenLimited` over a stored transcript, with the running sums of its prices."""
+
+    def __init__(self, policy: TokenLimited) -> None:
+        self.policy = policy
+        self.price = policy.counter.count_message
+        self.sums = [0]
+
+    def added(self, message: Message) -> None:
+        self.sums.append(self.sums[-1] + int(self.price(message)))
+
+    def restored(self, messages: Sequence[Message]) -> None:
+        self.sums = list(accumulate((int(self.price(m)) for m in messages), initial=0))
+
+    def __call__(self, messages: Sequence[Message]) -> tuple[Message, ...]:
+        return pair_up(self.policy.select_summed(messages, self.sums), messages)
 
 
 class ModelContext(PolicyLifecycle):
@@ -368,24 +429,21 @@ class ModelContext(PolicyLifecycle):
     def __init__(self, system: str, policy: Callable[[Sequence[Message]], Sequence[Message]], *,
                  limit: Limit | None = None) -> None:
         super().__init__(system, policy, limit=limit)
-        # TokenLimited prices the whole history at every request: the running sums of the
-        # stored messages' prices make that O(log history) instead of O(history)
-        self._sums: list[int] | None = [0] if isinstance(policy, TokenLimited) else None
+        # a policy may keep state over the stored transcript (`TokenLimited` its running
+        # sums); any other is applied to the whole transcript at each request
+        self._run: Run = policy.running() if isinstance(policy, Running) else _Whole(policy)
 
     def _added(self, message: Message) -> None:
-        if self._sums is not None:
-            self._sums.append(self._sums[-1] + int(self.policy.counter.count_message(message)))
+        self._run.added(message)
 
     def _restored(self) -> None:
-        if self._sums is not None:
-            price = self.policy.counter.count_message
-            self._sums = list(accumulate((int(price(m)) for m in self._transcript), initial=0))
+        self._run.restored(self._transcript)
 
     def compact(self) -> Compaction:
         # The policy reads the stored transcript itself, as laser's `PolicyContext` hands it:
         # a copy at every request would cost O(history). A policy never modifies its input.
         seq = self._transcript
-        out = tuple(self.policy(seq)) if self._sums is None else self.policy._priced(seq, self._sums)
+        out = self._run(seq)
         if seq and (not out or out[-1] is not seq[-1]):
             raise StrategyError(
                 f"policy {self.policy!r} dropped the newest message; a request must end with it"

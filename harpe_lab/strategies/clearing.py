@@ -44,7 +44,7 @@ from ..errors import StrategyError
 from ..messages import AssistantMessage, Message, Rendered, ToolCall, ToolResult, ToolResults
 from ..protocol import Limit
 from ..tokens import prices_by_parts
-from .editing import EditContext
+from .editing import EditContext, Edits, edited_by
 from ._validate import check_counter, check_int
 
 __all__ = ["ClearToolUses", "DEFAULT_PLACEHOLDER", "Priced"]
@@ -99,57 +99,9 @@ class ClearToolUses:
         if not isinstance(self.placeholder, str):
             raise StrategyError(f"placeholder must be a str, got {self.placeholder!r}")
 
-    def _clears_input(self, name: str) -> bool:
-        inputs = self.clear_tool_inputs
-        return inputs if isinstance(inputs, bool) else name in inputs
-
-    def cleared(self, messages: Sequence[Message]) -> list[tuple[int, int]]:
-        """The tool uses cleared when the edit applies: (message index of the results,
-        result index), oldest first."""
-        names: dict[str, str] = {}
-        uses: list[tuple[int, int]] = []
-        for i, m in enumerate(messages):
-            if isinstance(m, AssistantMessage):
-                names.update((c.id, c.name) for c in m.calls)
-            elif isinstance(m, ToolResults):
-                uses.extend((i, j) for j in range(len(m.results)))
-        old = uses[: max(0, len(uses) - self.keep)]
-        return [(i, j) for i, j in old if names.get(messages[i].results[j].id) not in self.exclude_tools]
-
-    def edit(self, messages: Sequence[Message]) -> tuple[Message, ...]:
-        """The messages with every use `cleared` returns cleared (no trigger check)."""
-        out = list(messages)
-        by_message: dict[int, set[int]] = {}
-        for i, j in self.cleared(out):
-            by_message.setdefault(i, set()).add(j)
-        for i, js in by_message.items():
-            m = out[i]
-            results = tuple(
-                ToolResult(r.id, self.placeholder, (), r.success) if j in js else r for j, r in enumerate(m.results)
-            )
-            if results != m.results:
-                out[i] = ToolResults(results, m.pinned)
-            if self.clear_tool_inputs and i > 0 and isinstance(out[i - 1], AssistantMessage):
-                ids = {m.results[j].id for j in js}
-                call = out[i - 1]
-                calls = tuple(
-                    ToolCall(c.id, c.name, {}) if c.id in ids and self._clears_input(c.name) else c for c in call.calls
-                )
-                if calls != call.calls:
-                    out[i - 1] = AssistantMessage(call.text, calls, call.pinned)
-        return tuple(out)
-
     def __call__(self, messages: Sequence[Message], *, tokens: Callable[[Sequence[Message]], int]) -> tuple[Message, ...]:
-        seq = tuple(messages)
-        before = tokens(seq)
-        if before <= self.trigger:
-            return seq
-        out = self.edit(seq)
-        if out == seq:
-            return seq
-        if self.clear_at_least and before - tokens(out) < self.clear_at_least:
-            return seq
-        return out
+        """The edit of ``messages``, ``tokens`` pricing a request carrying a list of them."""
+        return edited_by(_Clearer(self, tokens), messages)
 
     def context(self, base_system: str, *, counter: Any, tools: Sequence[Mapping[str, Any]] = ()) -> EditContext:
         """A fresh lifecycle context that sends this edit applied to the whole transcript,
@@ -162,25 +114,22 @@ class ClearToolUses:
 
 
 @dataclass(frozen=True)
-class Priced:
+class Priced(Edits):
     """``clear`` bound to a request price: a one-argument edit policy for `EditContext`.
     ``price(messages)`` is the input tokens of a request carrying ``messages``."""
 
     clear: ClearToolUses
     price: Callable[[Sequence[Message]], int]
 
-    def __call__(self, messages: Sequence[Message]) -> tuple[Message, ...]:
-        return self.clear(messages, tokens=self.price)
-
-    def incremental(self) -> "_Clearer | None":
-        """An editor for `EditContext`, when the price is a sum over the messages (``None``:
-        the policy is applied to the whole transcript at each request)."""
+    def incremental(self) -> "_Clearer":
+        """This policy's editor (`harpe_lab.strategies.editing`); when the price is a sum
+        over the messages (a counter that `prices_by_parts`), it keeps that sum as they come
+        instead of pricing the whole request each time."""
         price = self.price
-        if (not isinstance(price, _RequestPrice) or not prices_by_parts(price.counter)
-                or self.clear.clear_tool_inputs):
-            return None
-        fixed = int(price.counter.count_rendered(Rendered(price.system, ()), price.tools))
-        return _Clearer(self.clear, fixed, price.counter.count_message)
+        if isinstance(price, _RequestPrice) and prices_by_parts(price.counter):
+            fixed = int(price.counter.count_rendered(Rendered(price.system, ()), price.tools))
+            return _Clearer(self.clear, price, fixed=fixed, count=price.counter.count_message)
+        return _Clearer(self.clear, price)
 
 
 @dataclass(frozen=True)
@@ -193,27 +142,42 @@ class _RequestPrice:
         return int(self.counter.count_rendered(Rendered(self.system, tuple(messages)), self.tools))
 
 
+def _clears_input(clear: ClearToolUses, name: str) -> bool:
+    inputs = clear.clear_tool_inputs
+    return inputs if isinstance(inputs, bool) else name in inputs
+
+
 class _Clearer:
-    """`ClearToolUses` (inputs kept) over messages that only grow, priced as a sum over them.
+    """`ClearToolUses` over messages that only grow: the policy's one implementation.
 
-    The uses to clear are the oldest ones, so what is *planned* — the edit if it applies —
-    only grows at its end: each call plans the uses the ``keep`` newest left behind since the
-    last. The plan is sent while the request is above the trigger and it frees at least
-    ``clear_at_least`` tokens; when that flips, every planned message flips with it. A later
-    call renaming the id of a use already seen (an excluded tool may be involved) plans again
-    from the start. A decision is the indices of a message's results that become the
-    placeholder."""
+    The uses to clear are the oldest ones but the newest ``keep``, of tools not excluded
+    (by the name the request's last call of that id gives), so what is *planned* — the edit
+    if it applies — only grows at its end: each call plans the uses the ``keep`` newest left
+    behind since the last. A use plans its result's placeholder (unless the result already
+    is one) and, with ``clear_tool_inputs``, ``{}`` for the inputs of the calls answered in
+    the reply right before its results. The plan is sent while the request is above the
+    trigger and it frees at least ``clear_at_least`` tokens; when that flips, every planned
+    message flips with it. A later call renaming the id of a use already seen (an excluded
+    tool may be involved) plans again from the start. A decision is, for a results message,
+    the indices of its results that become the placeholder; for a reply, the ids of the
+    calls whose input becomes ``{}``.
 
-    def __init__(self, clear: ClearToolUses, fixed: int, count: Callable[[Message], int]) -> None:
+    The request is priced by ``tokens`` (the whole list of messages), or, given ``count``,
+    as ``fixed`` plus each message's ``count``: a running sum, and each planned message's
+    saving priced once."""
+
+    def __init__(self, clear: ClearToolUses, tokens: Callable[[Sequence[Message]], int], *,
+                 fixed: int = 0, count: Callable[[Message], int] | None = None) -> None:
         self.clear = clear
+        self.tokens = tokens
         self.count = count
-        self.tokens = fixed
+        self.total = fixed  # the running price, when ``count`` is given
         self.names: dict[str, str] = {}
         self.uses: list[tuple[int, int]] = []
         self.result_ids: set[str] = set()
         self.planned_uses = 0  # uses[:planned_uses] are planned
-        self.plan: dict[int, frozenset[int]] = {}  # message index -> results cleared
-        self.freed: dict[int, int] = {}  # message index -> tokens its edit frees
+        self.plan: dict[int, frozenset] = {}  # message index -> its decision
+        self.freed: dict[int, int] = {}  # message index -> tokens its edit frees (with ``count``)
         self.applied = False
 
     def _placeholder(self, r: ToolResult) -> ToolResult:
@@ -221,7 +185,14 @@ class _Clearer:
 
     def build(self, message: Message, decision: object) -> Message:
         m = message
-        assert isinstance(m, ToolResults) and isinstance(decision, frozenset)
+        assert isinstance(decision, frozenset)
+        if isinstance(m, AssistantMessage):
+            clear = self.clear
+            return AssistantMessage(m.text, tuple(
+                ToolCall(c.id, c.name, {}) if c.id in decision and _clears_input(clear, c.name) else c
+                for c in m.calls
+            ), m.pinned)
+        assert isinstance(m, ToolResults)
         return ToolResults(tuple(self._placeholder(r) if j in decision else r for j, r in enumerate(m.results)),
                            m.pinned)
 
@@ -229,20 +200,35 @@ class _Clearer:
         """Plan ``uses[:upto]`` (those before ``planned_uses`` are planned already)."""
         clear = self.clear
         names = self.names
-        touched: dict[int, set[int]] = {}
+        inputs = clear.clear_tool_inputs
+        touched: dict[int, set] = {}
         for i, j in self.uses[self.planned_uses : upto]:
-            m = messages[i]
-            r = m.results[j]  # type: ignore[union-attr]
-            if names.get(r.id) not in clear.exclude_tools and r != self._placeholder(r):
+            r = messages[i].results[j]  # type: ignore[union-attr]
+            if names.get(r.id) in clear.exclude_tools:
+                continue
+            if r != self._placeholder(r):
                 touched.setdefault(i, set(self.plan.get(i, ()))).add(j)
+            call = messages[i - 1] if inputs and i > 0 else None
+            if isinstance(call, AssistantMessage):
+                for c in call.calls:
+                    if c.id == r.id and _clears_input(clear, c.name) and ToolCall(c.id, c.name, {}) != c:
+                        touched.setdefault(i - 1, set(self.plan.get(i - 1, ()))).add(c.id)
         self.planned_uses = upto
         for i, js in touched.items():
             decision = frozenset(js)
             self.plan[i] = decision
-            if clear.clear_at_least:
+            if clear.clear_at_least and self.count is not None:
                 m = messages[i]
                 self.freed[i] = self.count(m) - self.count(self.build(m, decision))
             changed.add(i)
+
+    def _frees(self, messages: Sequence[Message], before: int) -> int:
+        """Tokens the plan frees from a request of ``before`` tokens."""
+        if self.count is not None:
+            return sum(self.freed.values())
+        plan = self.plan
+        edited = tuple(m if k not in plan else self.build(m, plan[k]) for k, m in enumerate(messages))
+        return before - self.tokens(edited)
 
     def extend(self, messages: Sequence[Message], start: int) -> list[tuple[int, object]]:
         clear = self.clear
@@ -251,7 +237,8 @@ class _Clearer:
         count = self.count
         for i in range(start, len(messages)):
             m = messages[i]
-            self.tokens += count(m)
+            if count is not None:
+                self.total += count(m)
             if isinstance(m, AssistantMessage):
                 for c in m.calls:
                     if not renamed and c.id in self.result_ids and names.get(c.id) != c.name:
@@ -261,19 +248,19 @@ class _Clearer:
                 self.uses.extend((i, j) for j in range(len(m.results)))
                 self.result_ids.update(r.id for r in m.results)
         changed: set[int] = set()
-        if renamed and self.exclude_matters():
+        if renamed and clear.exclude_tools:
             changed.update(self.plan)
             self.plan, self.freed, self.planned_uses = {}, {}, 0
         self._replan(messages, max(self.planned_uses, len(self.uses) - clear.keep), changed)
-        applied = bool(self.plan) and self.tokens > clear.trigger and (
-            not clear.clear_at_least or sum(self.freed.values()) >= clear.clear_at_least
-        )
+        applied = False
+        if self.plan:
+            before = self.total if count is not None else self.tokens(tuple(messages))
+            applied = before > clear.trigger and (
+                not clear.clear_at_least or self._frees(messages, before) >= clear.clear_at_least
+            )
         if applied != self.applied:
             changed.update(self.plan)
             self.applied = applied
         if not applied:
             return [(i, None) for i in changed]
         return [(i, self.plan.get(i)) for i in changed]
-
-    def exclude_matters(self) -> bool:
-        return bool(self.clear.exclude_tools)

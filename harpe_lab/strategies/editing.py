@@ -15,15 +15,19 @@ one it sent for the same original before, the earlier object is sent again, and 
 that only grew reports ``compacted=False`` (the provider's cached prefix survives). A
 request that edited something it had already sent reports ``compacted=True``.
 
-A policy may also have ``incremental()``, returning an *editor* (or ``None``: not for this
-configuration) that applies it to a history that only grows, a request at a time:
+A policy is defined by its *editor*, which applies it to a history that only grows, a
+request at a time: ``policy.incremental()`` returns a fresh one (`Incremental`), and
 ``editor.extend(messages, start)`` is told that ``messages[:start]`` are the ones it saw
 last time and returns ``(index, decision)`` for each place whose decision changed (``None``:
 send the original), and ``editor.build(original, decision)`` makes that decision's stand-in.
-The context then builds a stand-in once per (original, decision) and sends the same object
-again, and a request costs what moved instead of the whole history. An editor must send
-exactly what the policy would (the policies' tests replay both ways); after an abort, or
-when the edited messages changed otherwise, a fresh editor starts from the beginning.
+The policy applied to a whole history, ``policy(messages)``, is a fresh editor fed the
+messages once (`edited_by`; a policy subclassing `Edits` gets that ``__call__``): there is one
+implementation of each policy, and what a context sends a request at a time is what the
+policy means. `EditContext` builds a stand-in once per (original, decision) and sends the
+same object again, so a request costs what moved instead of the whole history; after an
+abort, or when the edited messages changed otherwise, a fresh editor starts from the
+beginning. A policy without an editor (a peer's, run through its own library) is applied to
+the whole transcript at each request.
 
 A stand-in results message is sent next to its original call (and the reverse): the engine
 pairs a call with its results by their call ids, so only the stand-in counts as made up in
@@ -40,19 +44,50 @@ from ..messages import AssistantMessage, Message, Rendered, ToolResults, deferre
 from ..protocol import Compaction, Limit
 from ._lifecycle import PolicyLifecycle
 
-__all__ = ["EditPolicy", "Incremental", "check_edit", "EditContext"]
+__all__ = ["EditPolicy", "Editor", "Incremental", "Edits", "edited_by", "check_edit", "EditContext"]
 
 EditPolicy = Callable[[Sequence[Message]], Sequence[Message]]
 """Messages in; the same messages out, some replaced by stand-ins (see the module doc)."""
 
 
+class Editor(Protocol):
+    """A policy over a history that only grows, a request at a time (see the module doc).
+    A decision is any value compared with ``==``: the same decision for the same original
+    is its same stand-in."""
+
+    def extend(self, messages: Sequence[Message], start: int) -> Iterable[tuple[int, object]]: ...
+
+    def build(self, original: Message, decision: Any) -> Message: ...
+
+
 @runtime_checkable
 class Incremental(Protocol):
-    """An edit policy with an editor for a history that only grows (see the module doc);
-    `EditContext` checks for it once, where it is given the policy."""
+    """An edit policy defined by its editor (see the module doc); `EditContext` checks for
+    it once, where it is given the policy."""
 
-    def incremental(self) -> Any: ...
+    def incremental(self) -> Editor: ...
 
+
+def edited_by(editor: Editor, messages: Sequence[Message]) -> tuple[Message, ...]:
+    """``messages`` as ``editor`` edits them when it sees them all at once: what the policy
+    it belongs to means for a whole history."""
+    seq = tuple(messages)
+    out = list(seq)
+    for k, decision in editor.extend(seq, 0):
+        if decision is not None:
+            out[k] = editor.build(seq[k], decision)
+    return tuple(out)
+
+
+class Edits:
+    """Base of an edit policy defined by its editor: ``policy(messages)`` is a fresh
+    ``incremental()`` editor fed ``messages`` once (`edited_by`)."""
+
+    def incremental(self) -> Editor:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def __call__(self, messages: Sequence[Message]) -> tuple[Message, ...]:
+        return edited_by(self.incremental(), messages)
 
 
 def _ids(m: Message) -> tuple[str, ...]:
@@ -97,11 +132,11 @@ class EditContext(PolicyLifecycle):
         # id(original) -> (original, the stand-in last sent for it); the original is held so
         # its id cannot be reused by another object
         self._standins: dict[int, tuple[Message, Message]] = {}
-        self._make_editor: Callable[[], Any] | None = policy.incremental if isinstance(policy, Incremental) else None
+        self._make_editor: Callable[[], Editor] | None = policy.incremental if isinstance(policy, Incremental) else None
         # (the `_source` objects, the edited messages' count, the editor, the last output
         # list and the request made of it):
         # while the source objects are the same, the edited messages only grew
-        self._last: tuple[tuple[object, ...], int, Any, list[Message], Rendered] | None = None
+        self._last: tuple[tuple[object, ...], int, Editor, list[Message], Rendered] | None = None
         # id(original) -> (original, the editor's decision, its stand-in)
         self._decided: dict[int, tuple[Message, object, Message]] = {}
 
@@ -139,6 +174,7 @@ class EditContext(PolicyLifecycle):
         return tuple(out)
 
     def _render_incremental(self) -> tuple[Rendered, tuple[int, ...] | None]:
+        assert self._make_editor is not None
         # The policy's editor is told which messages are new and answers with the places
         # whose decision changed, so a request costs what moved, not the history. Stand-ins
         # are built once per (original, decision): the same object goes out again, as
@@ -152,10 +188,7 @@ class EditContext(PolicyLifecycle):
         if grew:
             _, start, editor, out, _ = last
         else:
-            editor, start, out = self._make_editor(), 0, []  # type: ignore[misc]
-            if editor is None:  # the policy has no editor for this configuration
-                self._make_editor = None
-                return Rendered(self.base_system, self._render_whole()), None
+            editor, start, out = self._make_editor(), 0, []
         out.extend(seq[start:])
         # the places where the request differs from the last render followed by the messages
         # appended since: out holds exactly that before the editor's answers go in
@@ -173,7 +206,7 @@ class EditContext(PolicyLifecycle):
         self._last = (source, len(seq), editor, out, rendered)
         return rendered, (tuple(sorted(edits)) if grew else None)
 
-    def _standin(self, editor: Any, original: Message, decision: object) -> Message:
+    def _standin(self, editor: Editor, original: Message, decision: object) -> Message:
         known = self._decided.get(id(original))
         if known is not None and known[0] is original and known[1] == decision:
             return known[2]

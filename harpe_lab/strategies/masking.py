@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from ..messages import Message, ToolResult, ToolResults, UserInput
-from .editing import EditContext
+from .editing import EditContext, Edits
 from ._validate import check_int
 
 __all__ = ["LastNObservations", "COMPLEXITY_TRAP_N", "elided"]
@@ -68,11 +68,12 @@ def _is_placeholder(result: ToolResult) -> bool:
 
 
 @dataclass(frozen=True, kw_only=True)
-class LastNObservations:
+class LastNObservations(Edits):
     """Keep the last ``n`` tool observations verbatim; elide older ones (SWE-agent).
 
-    A frozen edit policy (see `harpe_lab.strategies.editing`): it never mutates its input,
-    returns new `ToolResults` for the elided observations, and keeps every call id.
+    A frozen edit policy (see `harpe_lab.strategies.editing`), defined by its editor: it
+    never mutates its input, returns new `ToolResults` for the elided observations, and
+    keeps every call id.
     """
 
     n: int
@@ -90,32 +91,9 @@ class LastNObservations:
         """The window of "The Complexity Trap" (JetBrains, 2025): the last 10 observations."""
         return cls(n=COMPLEXITY_TRAP_N, polling=polling)
 
-    def elided_positions(self, messages: Sequence[Message]) -> list[int]:
-        """Indices of the `ToolResults` messages this policy elides."""
-        observations: list[int] = []
-        template_seen = False
-        for i, m in enumerate(messages):
-            if isinstance(m, ToolResults):
-                observations.append(i)
-            elif isinstance(m, UserInput) and not template_seen:
-                template_seen = True
-                observations.append(-1 - i)  # the instance template: counted, never elided
-        k = len(observations)
-        last_removed = max(0, (k // self.polling) * self.polling - self.n)
-        return [i for i in observations[1:last_removed] if i >= 0]
-
-    def __call__(self, messages: Sequence[Message]) -> tuple[Message, ...]:
-        out = list(messages)
-        for i in self.elided_positions(out):
-            m = out[i]
-            if all(_is_placeholder(r) for r in m.results):
-                continue
-            results = tuple(r if _is_placeholder(r) else elided(r) for r in m.results)
-            out[i] = ToolResults(results, m.pinned)
-        return tuple(out)
-
     def incremental(self) -> "_Masker":
-        """An editor for `EditContext`: this policy over a growing history, a request at a time."""
+        """This policy's editor (`harpe_lab.strategies.editing`): over a growing history, a
+        request at a time; ``policy(messages)`` is a fresh one fed ``messages`` once."""
         return _Masker(self)
 
     def context(self, base_system: str) -> EditContext:
@@ -126,7 +104,10 @@ class LastNObservations:
 class _Masker:
     """`LastNObservations` over messages that only grow: the observations seen so far and
     how many of them were before the cut, so each call looks at the new messages and the
-    observations the cut passed since the last one."""
+    observations the cut passed since the last one. The observations are the `ToolResults`
+    messages, and the first `UserInput` (the instance template: counted, never elided, kept
+    as ``-1 - index``); ``observations[1 : last_removed]`` are elided, except a message
+    whose every result already is a placeholder (decision ``True``: elide)."""
 
     def __init__(self, policy: LastNObservations) -> None:
         self.policy = policy

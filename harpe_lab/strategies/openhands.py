@@ -77,7 +77,7 @@ from ..errors import StrategyError
 from ..messages import AssistantMessage, Message, Rendered, ToolResult, ToolResults, UserInput
 from ..protocol import Compaction, ContextCompacted, Distill, EventHub, MeteredDistill
 from ._lifecycle import PolicyLifecycle
-from .editing import EditContext
+from .editing import EditContext, Edits
 from ._validate import check_int
 
 __all__ = [
@@ -183,13 +183,14 @@ def _cut(view: Sequence[Message], keep_first: int, tail_events: int) -> tuple[in
 
 
 @dataclass(frozen=True, kw_only=True)
-class ObservationMasking:
+class ObservationMasking(Edits):
     """OpenHands' ``ObservationMaskingCondenser``: every observation outside the last
     ``attention_window`` events of the view has its content replaced by ``"<MASKED>"``, at
     every request (``i < len(view) - attention_window``, ``i`` the event's index).
 
-    A frozen edit policy (see `harpe_lab.strategies.editing`). Each tool result is an
-    observation, so a round can be masked in part (its older results). Deviation: OpenHands
+    A frozen edit policy (see `harpe_lab.strategies.editing`), defined by its editor. Each
+    tool result is an observation, so a round can be masked in part (its older results).
+    Deviation: OpenHands
     swaps the observation for an ``AgentCondensationObservation('<MASKED>')``, which V0
     renders as a *user* message while the action's tool call, left without its result, is
     never sent; we keep the call and put ``"<MASKED>"`` in its result (same id, same
@@ -203,24 +204,9 @@ class ObservationMasking:
     def __post_init__(self) -> None:
         check_int("attention_window", self.attention_window, 1)
 
-    def __call__(self, messages: Sequence[Message]) -> tuple[Message, ...]:
-        out = list(messages)
-        cutoff = events_in(out) - self.attention_window
-        at = 0
-        for k, m in enumerate(out):
-            if isinstance(m, ToolResults) and at < cutoff:
-                results = tuple(
-                    r if at + j >= cutoff or (r.content == MASKED and not r.attachments)
-                    else ToolResult(r.id, MASKED, (), r.success)
-                    for j, r in enumerate(m.results)
-                )
-                if any(a is not b for a, b in zip(results, m.results)):
-                    out[k] = ToolResults(results, m.pinned)
-            at += _events(m)
-        return tuple(out)
-
     def incremental(self) -> "_Masker":
-        """An editor for `EditContext`: this policy over a growing history, a request at a time."""
+        """This policy's editor (`harpe_lab.strategies.editing`): over a growing history, a
+        request at a time; ``policy(messages)`` is a fresh one fed ``messages`` once."""
         return _Masker(self.attention_window)
 
     def context(self, base_system: str) -> EditContext:
@@ -233,9 +219,11 @@ def _masked(r: ToolResult) -> bool:
 
 
 class _Masker:
-    """`ObservationMasking` over messages that only grow. A decision is how many leading
-    results of a `ToolResults` are before the cut; the cut only moves forward, so each call
-    looks at the new messages and at the results messages the cut reached since the last."""
+    """`ObservationMasking` over messages that only grow. The cut is ``window`` events from
+    the end of the view; a decision is how many leading results of a `ToolResults` are
+    before it (those not already masked become ``"<MASKED>"``). The cut only moves forward,
+    so each call looks at the new messages and at the results messages it reached since the
+    last."""
 
     def __init__(self, window: int) -> None:
         self.window = window

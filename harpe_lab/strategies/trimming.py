@@ -37,7 +37,7 @@ from typing import Iterable, Sequence
 
 from ..errors import StrategyError
 from ..messages import AssistantMessage, Message, ToolResult, ToolResults, UserInput
-from .editing import EditContext
+from .editing import EditContext, Edits
 from ._validate import check_int
 
 __all__ = ["ToolOutputTrimmer", "trimmed_text"]
@@ -53,12 +53,13 @@ def trimmed_text(output: str, tool: str, preview_chars: int) -> str:
 
 
 @dataclass(frozen=True, kw_only=True)
-class ToolOutputTrimmer:
+class ToolOutputTrimmer(Edits):
     """Trim large tool outputs from turns older than the last ``recent_turns`` user
     messages (the OpenAI Agents SDK's ``ToolOutputTrimmer``).
 
-    A frozen edit policy (see `harpe_lab.strategies.editing`): it never mutates its input,
-    returns new `ToolResults` where an output was trimmed, and keeps every call id.
+    A frozen edit policy (see `harpe_lab.strategies.editing`), defined by its editor: it
+    never mutates its input, returns new `ToolResults` where an output was trimmed, and
+    keeps every call id.
     """
 
     recent_turns: int = 2
@@ -100,40 +101,9 @@ class ToolOutputTrimmer:
                     return i
         return 0
 
-    def _trim(self, result: ToolResult, names: dict[str, str]) -> ToolResult | None:
-        name = names.get(result.id, "")
-        if self.trimmable_tools is not None and (not name or name not in self.trimmable_tools):
-            return None
-        n = len(result.content)
-        if n <= self.max_output_chars:
-            return None
-        text = trimmed_text(result.content, name, self.preview_chars)
-        if len(text) >= n:
-            return None
-        return ToolResult(result.id, text, result.attachments, result.success)
-
-    def __call__(self, messages: Sequence[Message]) -> tuple[Message, ...]:
-        out = list(messages)
-        boundary = self.boundary(out)
-        if boundary == 0:
-            return tuple(out)
-        names: dict[str, str] = {}
-        for m in out:
-            if isinstance(m, AssistantMessage):
-                for c in m.calls:
-                    if c.id and c.name:
-                        names[c.id] = c.name
-        for i in range(boundary):
-            m = out[i]
-            if not isinstance(m, ToolResults):
-                continue
-            trimmed = [self._trim(r, names) for r in m.results]
-            if any(t is not None for t in trimmed):
-                out[i] = ToolResults(tuple(r if t is None else t for r, t in zip(m.results, trimmed)), m.pinned)
-        return tuple(out)
-
     def incremental(self) -> "_Trimmer":
-        """An editor for `EditContext`: this policy over a growing history, a request at a time."""
+        """This policy's editor (`harpe_lab.strategies.editing`): over a growing history, a
+        request at a time; ``policy(messages)`` is a fresh one fed ``messages`` once."""
         return _Trimmer(self)
 
     def context(self, base_system: str) -> EditContext:
@@ -141,11 +111,28 @@ class ToolOutputTrimmer:
         return EditContext(base_system, self)
 
 
+def _trimmed(policy: ToolOutputTrimmer, result: ToolResult, names: dict[str, str]) -> ToolResult | None:
+    """``result`` trimmed as ``policy`` trims it, its tool named by ``names`` (call id ->
+    the request's name for it); ``None`` when it is kept."""
+    name = names.get(result.id, "")
+    if policy.trimmable_tools is not None and (not name or name not in policy.trimmable_tools):
+        return None
+    n = len(result.content)
+    if n <= policy.max_output_chars:
+        return None
+    text = trimmed_text(result.content, name, policy.preview_chars)
+    if len(text) >= n:
+        return None
+    return ToolResult(result.id, text, result.attachments, result.success)
+
+
 class _Trimmer:
     """`ToolOutputTrimmer` over messages that only grow. A results message is decided once
     the boundary passes it (the boundary only moves forward), with the tool names known so
     far; a later call that renames an id a result already seen answers (the names are the
     whole request's, the last call of an id winning) makes every passed message decided again.
+    Seen whole at once, the boundary is the ``recent_turns``-th user input from the end (0:
+    nothing is old) and every results message before it is decided with every name.
     A decision is the tool name of each trimmed result (``None`` where one is kept)."""
 
     def __init__(self, policy: ToolOutputTrimmer) -> None:
@@ -159,7 +146,7 @@ class _Trimmer:
 
     def _decision(self, m: ToolResults) -> object:
         names = self.names
-        trimmed = [self.policy._trim(r, names) for r in m.results]
+        trimmed = [_trimmed(self.policy, r, names) for r in m.results]
         if all(t is None for t in trimmed):
             return None
         return tuple(None if t is None else names.get(r.id, "") for r, t in zip(m.results, trimmed))
@@ -201,6 +188,6 @@ class _Trimmer:
         names = {r.id: name for r, name in zip(m.results, decision) if name is not None}
         results = []
         for r, name in zip(m.results, decision):
-            t = None if name is None else self.policy._trim(r, names)
+            t = None if name is None else _trimmed(self.policy, r, names)
             results.append(r if t is None else t)
         return ToolResults(tuple(results), m.pinned)

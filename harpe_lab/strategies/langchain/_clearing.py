@@ -12,8 +12,8 @@ from ...protocol import Limit
 from ...tokens import prices_by_parts
 from .._validate import check_counter, check_int
 from ..clearing import DEFAULT_PLACEHOLDER, _names
-from ..editing import EditContext
-from ._units import Splitter, _is_tool, _tool_id, regroup, units_of
+from ..editing import EditContext, Edits, edited_by
+from ._units import Splitter, units_of
 
 # --- ContextEditingMiddleware(edits=[ClearToolUsesEdit]) ----------------------------------------
 
@@ -57,57 +57,14 @@ class ClearToolUsesEdit:
         if self.token_count not in ("messages", "model"):
             raise StrategyError(f"token_count must be one of ['messages', 'model'], but {self.token_count!r} was passed")
 
-    def edit_units(self, units: Sequence[Message], *, tokens: Callable[[Sequence[Message]], int],
-                   by_parts: Callable[[Message], int] | None = None) -> list[Message]:
-        """LangChain's ``apply`` on a copy of ``units``. ``by_parts``, when the price is a sum
-        over units plus a constant, prices one unit, so the recount after each clearing is a
-        difference instead of a whole count (the same number)."""
-        out = list(units)
-        before = tokens(out)
-        if before <= self.trigger:
-            return out
-        candidates = [i for i, u in enumerate(out) if _is_tool(u)]
-        if self.keep >= len(candidates):
-            candidates = []
-        elif self.keep:
-            candidates = candidates[: -self.keep]
-        now = before
-        for idx in candidates:
-            tool = out[idx]
-            ai = next((k for k in range(idx - 1, -1, -1) if isinstance(out[k], AssistantMessage)), None)
-            if ai is None:
-                continue
-            rid = _tool_id(tool)
-            call = next((c for c in out[ai].calls if c.id == rid), None)  # type: ignore[union-attr]
-            if call is None or call.name in self.exclude_tools:
-                continue
-            r = tool.results[0]  # type: ignore[union-attr]
-            changed = [(idx, ToolResults((ToolResult(r.id, self.placeholder, (), r.success),), tool.pinned))]
-            if self.clear_tool_inputs:
-                m = out[ai]
-                calls = tuple(ToolCall(c.id, c.name, {}) if c.id == rid else c for c in m.calls)  # type: ignore[union-attr]
-                changed.append((ai, AssistantMessage(m.text, calls, m.pinned)))  # type: ignore[union-attr]
-            for k, new in changed:
-                if by_parts is not None and self.clear_at_least > 0:
-                    now += by_parts(new) - by_parts(out[k])
-                out[k] = new
-            if self.clear_at_least > 0:
-                if by_parts is None:
-                    now = tokens(out)
-                if max(0, before - now) >= self.clear_at_least:
-                    break
-        return out
-
     def __call__(self, messages: Sequence[Message], *, tokens: Callable[[Sequence[Message]], int],
                  by_parts: Callable[[Message], int] | None = None,
                  split: Callable[[Message], Sequence[Message]] = units_of) -> tuple[Message, ...]:
-        """The edit of ``messages`` (our messages; ``split`` makes their units)."""
-        seq = tuple(messages)
-        pairs = [(u, m) for m in seq for u in split(m)]
-        edited = self.edit_units([u for u, _ in pairs], tokens=tokens, by_parts=by_parts)
-        if all(a is b for a, (b, _) in zip(edited, pairs)):
-            return seq
-        return regroup([(u, m) for u, (_, m) in zip(edited, pairs)])
+        """The edit of ``messages`` (our messages; ``split`` makes their units), ``tokens``
+        pricing a list of units. ``by_parts``, when the price is a sum over units plus a
+        constant, prices one unit, so the recount after each clearing is a difference
+        instead of a whole count (the same number)."""
+        return edited_by(_Clearer(self, tokens, count=by_parts, split=split), messages)
 
     def price(self, base_system: str, *, counter: Any, tools: Sequence[Mapping[str, Any]] = ()
               ) -> Callable[[Sequence[Message]], int]:
@@ -142,7 +99,7 @@ class _UnitPrice:
 
 
 @dataclass(frozen=True)
-class _Bound:
+class _Bound(Edits):
     """``edit`` bound to a price: a one-argument edit policy for `EditContext`."""
 
     edit: ClearToolUsesEdit
@@ -150,35 +107,45 @@ class _Bound:
     by_parts: Callable[[Message], int] | None = None
     split: Splitter = field(default_factory=Splitter, compare=False, repr=False)
 
-    def __call__(self, messages: Sequence[Message]) -> tuple[Message, ...]:
-        return self.edit(messages, tokens=self.price, by_parts=self.by_parts, split=self.split)
-
-    def incremental(self) -> "_Clearer | None":
-        """An editor for `EditContext`, when the price is a sum over the units (``None``: the
-        edit is applied to the whole transcript at each request)."""
+    def incremental(self) -> "_Clearer":
+        """This policy's editor (`harpe_lab.strategies.editing`); when the price is a sum
+        over the units, it keeps that sum as they come instead of pricing every unit at
+        each request."""
         price = self.price
-        if not isinstance(price, _UnitPrice) or self.by_parts is None or not prices_by_parts(price.counter):
-            return None
-        fixed = int(price.counter.count_rendered(Rendered(price.system, ()), price.tools))
-        return _Clearer(self.edit, fixed, self.by_parts, self.split)
+        fixed = None
+        if isinstance(price, _UnitPrice) and self.by_parts is not None and prices_by_parts(price.counter):
+            fixed = int(price.counter.count_rendered(Rendered(price.system, ()), price.tools))
+        return _Clearer(self.edit, price, count=self.by_parts, split=self.split, fixed=fixed)
 
 
 class _Clearer:
-    """`ClearToolUsesEdit` over messages that only grow, priced as a sum over the units.
+    """`ClearToolUsesEdit` over messages that only grow: the policy's one implementation,
+    LangChain's ``apply`` on our messages' units.
 
-    LangChain clears the candidates (all tool results but the newest ``keep``) oldest first,
-    each answered by the nearest reply before it, and stops for good once ``clear_at_least``
-    tokens are freed; the candidates only grow at their end, so each call goes on from where
-    the last stopped. The clearing is sent while the request is above the trigger. A
-    decision is, for a results message, the indices of its results cleared; for a reply
-    (``clear_tool_inputs``), the call ids whose input is cleared."""
+    Above the trigger, LangChain clears the candidates (all tool results but the newest
+    ``keep``) oldest first, each answered by the nearest reply before it (a result without
+    one, or whose call there is missing or of an excluded tool, is passed over), and stops
+    once ``clear_at_least`` tokens are freed. A decision is, for a results message, the
+    indices of its results cleared; for a reply (``clear_tool_inputs``), the call ids whose
+    input is cleared.
 
-    def __init__(self, edit: ClearToolUsesEdit, fixed: int, count: Callable[[Message], int],
-                 split: Callable[[Message], Sequence[Message]]) -> None:
+    With ``count`` (the price of one unit, the price being a sum over units plus a
+    constant) what a clearing frees does not depend on the request, so the stop is for good
+    and the candidates only grow at their end: each call goes on from where the last
+    stopped, and the plan is sent while the request is above the trigger (priced as
+    ``fixed`` plus the running sum, or by ``tokens`` when ``fixed`` is ``None``). Without
+    it, each call plans again from the start, recounting the whole request by ``tokens``
+    after each clearing, as LangChain does."""
+
+    def __init__(self, edit: ClearToolUsesEdit, tokens: Callable[[Sequence[Message]], int], *,
+                 count: Callable[[Message], int] | None, split: Callable[[Message], Sequence[Message]],
+                 fixed: int | None = None) -> None:
         self.edit = edit
+        self.tokens = tokens
         self.count = count
         self.split = split
-        self.tokens = fixed
+        self.running = fixed is not None  # the request's price is fixed + the units' counts
+        self.total = fixed or 0
         self.reply = -1  # the newest reply's message index
         self.tools: list[tuple[int, int, int]] = []  # (message index, result index, reply index)
         self.done = 0  # tools[:done] went through the clearing loop
@@ -199,18 +166,47 @@ class _Clearer:
         return ToolResults(tuple(ToolResult(r.id, placeholder, (), r.success) if j in decision else r
                                  for j, r in enumerate(m.results)), m.pinned)
 
+    def _units(self, messages: Sequence[Message]) -> list[Message]:
+        """The units of ``messages`` with the plan applied."""
+        plan = self.plan
+        out: list[Message] = []
+        for k, m in enumerate(messages):
+            out.extend(self.split(m) if k not in plan else units_of(self.build(m, plan[k])))
+        return out
+
     def extend(self, messages: Sequence[Message], start: int) -> list[tuple[int, object]]:
         edit = self.edit
         count = self.count
         for k in range(start, len(messages)):
             m = messages[k]
-            units = self.split(m)
-            self.tokens += sum(map(count, units))
+            if self.running:
+                self.total += sum(map(count, self.split(m)))  # type: ignore[arg-type]
             if isinstance(m, AssistantMessage):
                 self.reply = k
             elif isinstance(m, ToolResults):
                 self.tools.extend((k, j, self.reply) for j in range(len(m.results)))
+        before = self.total if self.running else self.tokens([u for m in messages for u in self.split(m)])
         changed: set[int] = set()
+        if count is None:  # what a clearing frees depends on the request: plan again
+            previous = self.plan
+            self.plan, self.done, self.stopped = {}, 0, False
+            if before > edit.trigger:
+                self._clear(messages, before, changed)
+            changed = {k for k in previous.keys() | self.plan.keys() if previous.get(k) != self.plan.get(k)}
+        else:
+            self._clear(messages, before, changed)
+        applied = bool(self.plan) and before > edit.trigger
+        if applied != self.applied:
+            changed.update(self.plan)
+            self.applied = applied
+        if not applied:
+            return [(k, None) for k in changed]
+        return [(k, self.plan.get(k)) for k in changed]
+
+    def _clear(self, messages: Sequence[Message], before: int, changed: set[int]) -> None:
+        """Go on with the clearing loop over the candidates, from ``tools[done]``."""
+        edit = self.edit
+        count = self.count
         upto = max(0, len(self.tools) - edit.keep) if edit.keep < len(self.tools) else 0
         while not self.stopped and self.done < upto:
             k, j, ai = self.tools[self.done]
@@ -228,21 +224,17 @@ class _Clearer:
                 self.plan[ai] = self.plan.get(ai, frozenset()) | {r.id}
                 changed.add(ai)
             if edit.clear_at_least > 0:
-                unit = ToolResults((ToolResult(r.id, edit.placeholder, (), r.success),), m.pinned)
-                self.freed += count(self.split(m)[j]) - count(unit)
-                if edit.clear_tool_inputs:
-                    old = self.units.get(ai, messages[ai])
-                    new = AssistantMessage(old.text, tuple(ToolCall(c.id, c.name, {}) if c.id == r.id else c
-                                                           for c in old.calls), old.pinned)  # type: ignore[union-attr]
-                    self.units[ai] = new
-                    self.freed += count(old) - count(new)
-                if max(0, self.freed) >= edit.clear_at_least:
+                if count is None:
+                    freed = before - self.tokens(self._units(messages))
+                else:
+                    unit = ToolResults((ToolResult(r.id, edit.placeholder, (), r.success),), m.pinned)
+                    self.freed += count(self.split(m)[j]) - count(unit)
+                    if edit.clear_tool_inputs:
+                        old = self.units.get(ai, messages[ai])
+                        new = AssistantMessage(old.text, tuple(ToolCall(c.id, c.name, {}) if c.id == r.id else c
+                                                               for c in old.calls), old.pinned)  # type: ignore[union-attr]
+                        self.units[ai] = new
+                        self.freed += count(old) - count(new)
+                    freed = self.freed
+                if max(0, freed) >= edit.clear_at_least:
                     self.stopped = True
-        applied = bool(self.plan) and self.tokens > edit.trigger
-        if applied != self.applied:
-            changed.update(self.plan)
-            self.applied = applied
-        if not applied:
-            return [(k, None) for k in changed]
-        return [(k, self.plan.get(k)) for k in changed]
-
