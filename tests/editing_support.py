@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 import pytest
 
 from conftest import REAL_DATA
-from harpe_lab.strategies.editing import EditContext
+from harpe_lab.strategies.editing import EditContext, Incremental
 from harpe_lab.strategies.harpe import FullContext
 from harpe_lab.conversation import Conversation, Turn
 from harpe_lab.messages import AssistantMessage, Attachment, ToolCall, ToolResult, ToolResults, UserInput
@@ -96,7 +96,7 @@ def check_replay(conversation: Conversation, factory, policy, *, counter, newest
             assert edited.sent_ids(i)[-1] == edited.available_ids(i)[-1], f"request {i} lost its newest message"
     frame = edited.requests
     probe = factory()
-    if type(probe) is EditContext and callable(getattr(probe.policy, "incremental", None)):
+    if type(probe) is EditContext and isinstance(probe.policy, Incremental):
         # the policy's editor (one request at a time) against the policy applied to the
         # whole history at every request: the same requests, the same stand-in objects
         bound = probe.policy
