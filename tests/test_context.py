@@ -562,6 +562,71 @@ class TestConfiguration:
         assert WindowedContext(BASE, max_chars=0).max_chars == 0
         assert _summarizing(low=0).low_water_chars == 0
 
+    @pytest.mark.parametrize(
+        "make, name",
+        [
+            (lambda: FullContext(BASE), "base_system"),
+            (lambda: WindowedContext(BASE), "base_system"),
+            (lambda: WindowedContext(BASE), "max_chars"),
+            (lambda: TurnContext(BASE), "base_system"),
+            (lambda: _summarizing(), "base_system"),
+            (lambda: _summarizing(), "high_water_tokens"),
+            (lambda: _summarizing(), "low_water_chars"),
+            (lambda: _summarizing(), "distill"),
+        ],
+    )
+    def test_the_configuration_is_frozen(self, make, name):
+        ctx = make()
+        before = getattr(ctx, name)
+        with pytest.raises(AttributeError):
+            setattr(ctx, name, 1)
+        assert getattr(ctx, name) is before
+
+    def test_a_frozen_window_keeps_its_limit(self):
+        ctx = WindowedContext(BASE, _turns(5), max_chars=16)
+        with pytest.raises(AttributeError):
+            ctx.max_chars = 10**6  # type: ignore[misc]
+        assert ctx.limit.tokens == 4
+        assert ctx.compact().rendered.messages == tuple(_turns(5)[6:])
+
+
+class TestOneLifecycle:
+    """Every strategy's turn lifecycle is `TurnLifecycle`'s: a strategy keeps only its hooks."""
+
+    @staticmethod
+    def _classes():
+        from harpe_lab.strategies.claude_code import AutoCompactContext
+        from harpe_lab.strategies.langchain import SummarizationContext
+        from harpe_lab.strategies.laser import PolicyContext
+        from harpe_lab.strategies.orion import OrionContext
+
+        return (FullContext, WindowedContext, TurnContext, SummarizingContext, OrionContext, AutoCompactContext,
+                PolicyContext, SummarizationContext)
+
+    def test_every_context_comes_from_the_one_base(self):
+        from harpe_lab.strategies._lifecycle import TurnLifecycle
+
+        for cls in self._classes():
+            assert issubclass(cls, TurnLifecycle), cls
+            own = {name for c in cls.__mro__[: cls.__mro__.index(TurnLifecycle)] for name in vars(c)}
+            assert not own & {"begin_turn", "append", "abort_turn"}, cls
+            # Harpe's TurnContext forgets its turn on commit too (§4.6): its one addition
+            assert ("commit_turn" in own) == (cls is TurnContext), cls
+
+    @pytest.mark.parametrize("make", [FullContext, lambda b: _summarizing()])
+    def test_a_request_after_an_abort_promises_nothing(self, make):
+        ctx = make(BASE)
+        ctx.begin_turn(_user("one"))
+        ctx.compact()
+        ctx.append(_reply("x", _call()))
+        ctx.append(_results("r"))
+        assert ctx.compact().edits == ()  # the previous request and what was appended since
+        ctx.abort_turn()
+        ctx.begin_turn(_user("two"))
+        assert ctx.compact().edits is None
+        ctx.append(_reply("y"))
+        assert ctx.compact().edits == ()
+
 
 # --- hypothesis: the lifecycle of every strategy ---------------------------------------
 

@@ -6,6 +6,7 @@ same prompts."""
 
 from __future__ import annotations
 
+import operator
 import pickle
 import subprocess
 import sys
@@ -325,6 +326,19 @@ class TestSummarization:
         ctx.compact()
         ctx.abort_turn()
         assert ctx.state == (*before, user("c"))
+
+    def test_an_aborted_turn_takes_back_a_fold_made_in_it(self):
+        ctx = Summarization(trigger=("messages", 3), keep=("messages", 1)).context(
+            SYSTEM, counter=BytesCounter(), distill=Recorder())
+        _run(ctx, [user("a"), reply("b")])
+        ctx.commit_turn()
+        before = ctx.state
+        ctx.begin_turn(c := user("c"))
+        ctx.append(reply("d"))
+        assert ctx.compact().compacted and ctx.folds == 1  # the fold replaced the state
+        ctx.abort_turn()
+        assert ctx.state == (*before, c) and all(map(operator.is_, ctx.state, (*before, c)))
+        assert ctx.transcript == (user("a"), reply("b"), c)
 
     def test_keep_tokens_keeps_the_newest_units_that_fit(self):
         counter = BytesCounter()

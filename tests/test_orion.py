@@ -298,6 +298,21 @@ class TestOrionContext:
         ctx.begin_turn(c := _user(10, "c"))
         assert ctx.compact().rendered.messages == (a, ra, b, c)
 
+    def test_a_request_that_goes_on_says_so(self):
+        # the lifecycle's `Compaction.edits`: () when the request is the previous one plus the
+        # messages appended since (the engine then compares nothing), else None
+        ctx = OrionContext("", _window(1000))
+        ctx.begin_turn(u := _user(10, "a"))
+        assert ctx.compact().edits == ()  # the empty request before it, plus the input
+        ctx.append(r := _reply("", _call("c")))
+        ctx.append(t := _results("c"))
+        going = ctx.compact()
+        assert going == Compaction(Rendered("", (u, r, t)), False) and going.edits == ()
+        ctx.abort_turn()
+        ctx.begin_turn(_user(10, "b"))
+        after = ctx.compact()  # the abort took back what the last request carried
+        assert after.compacted and after.edits is None
+
     def test_never_hands_out_its_lists(self):
         ctx = OrionContext("", _window(1000), initial=[_user(10)])
         assert isinstance(ctx.transcript, tuple)

@@ -1,6 +1,13 @@
-"""The lifecycle every policy-driven strategy shares: a stored transcript, marked at each turn
-start so an aborted turn keeps only its user input, and a request that either continues the
-previous one (the messages appended since, and nothing else changed) or compacts."""
+"""The turn lifecycle, defined once (the Harpe specification, §4): a stored transcript,
+marked at each turn start so that an aborted turn keeps only its user input, and a request
+that either continues the previous one (the messages appended since, and nothing else
+changed) or compacts.
+
+Every strategy of ours comes from `TurnLifecycle` (Harpe's four contexts, orion's, Claude
+Code's) or from `PolicyLifecycle`, the same around a ``policy`` (Laser's, AutoGen's,
+OpenHands', LangChain's, the edit policies'). What a strategy adds lives in hooks: `_mark_turn`
+(a turn starts), `_added` (a message is stored), `_restored` (an abort restored the transcript).
+"""
 
 from __future__ import annotations
 
@@ -9,54 +16,56 @@ from operator import is_
 from typing import Any, Iterable
 
 from ..errors import StrategyError
-from ..messages import AssistantMessage, Message, Rendered, ToolResults, Usage, UserInput
+from ..messages import AssistantMessage, Message, Rendered, ToolResults, Usage, UserInput, deferred
 from ..protocol import Compaction, Limit
 
-__all__ = ["PolicyLifecycle"]
+__all__ = ["TurnLifecycle", "PolicyLifecycle"]
 
 _MESSAGE_TYPES = (UserInput, AssistantMessage, ToolResults)
 
 
-class PolicyLifecycle:
-    """Harpe's lifecycle around a ``policy`` (messages in, the request's messages out).
+class TurnLifecycle:
+    """Harpe's lifecycle: ``begin_turn(input) → compact() → [observe → append(reply) →
+    append(results) → compact()]* → commit_turn() | abort_turn()``.
 
-    Subclasses implement ``compact`` — apply the policy to `transcript`, check what it
-    returned, and hand the result to `_request` — and may override `_added` (a message was
-    stored) and `_restored` (an aborted turn restored the transcript).
+    Subclasses implement ``compact``, returning `_request` (a request made of messages,
+    compared with the last one), `_whole` (the whole transcript) or `_send` (a request and
+    what the subclass knows of it), and keep their own state in the hooks. ``base_system``
+    is read-only.
     """
 
-    def __init__(self, base_system: str, policy: Any, *, limit: Limit | None = None,
-                 initial: Iterable[Message] = ()) -> None:
+    def __init__(self, base_system: str, initial: Iterable[Message] = ()) -> None:
         if not isinstance(base_system, str):
             raise StrategyError(f"base_system must be a str, got {type(base_system).__name__}")
-        if not callable(policy):
-            raise StrategyError(f"policy must be callable messages -> messages, got {policy!r}")
-        if limit is not None and not isinstance(limit, Limit):
-            raise StrategyError(f"limit must be a harpe_lab.protocol.Limit or None, got {limit!r}")
         start = list(initial)
         for i, m in enumerate(start):
             if not isinstance(m, _MESSAGE_TYPES):
                 raise TypeError(f"initial[{i}] is not a harpe_lab message: {m!r}")
-        self.base_system = base_system
-        self.policy = policy
-        self.limit = limit
+        self._base_system = base_system
         self._transcript = start
-        # The transcript at the turn start, as (list, length): the list only grows between
-        # turn starts (an abort replaces it), so a turn start costs O(1), not a copy.
-        self._marked = (start, len(start))
+        # The transcript at the turn start, as (list, length): the list only grows until a
+        # compaction or an abort replaces it, so its first `length` messages stay what they
+        # were, and a turn start costs O(1), not a copy of the whole history.
+        self._marked: tuple[list[Message], int] = (start, len(start))
         self._turn_input: UserInput | None = None
         self._sent = Rendered(base_system)  # the last request
-        self._since: list[Message] = list(start)
+        self._since: list[Message] = list(start)  # the messages appended after it
         self._aborted = False  # an abort since the last request
 
     @property
+    def base_system(self) -> str:
+        """The system prompt every request starts from."""
+        return self._base_system
+
+    @property
     def transcript(self) -> tuple[Message, ...]:
-        """The whole stored history (a copy)."""
+        """The whole stored history (a copy: the context's own list is never handed out)."""
         return tuple(self._transcript)
 
     def begin_turn(self, input: UserInput) -> None:
         if not isinstance(input, UserInput):
             raise TypeError(f"begin_turn takes a UserInput, got {type(input).__name__}")
+        self._mark_turn()
         self._marked = (self._transcript, len(self._transcript))
         self._turn_input = input
         self.append(input)
@@ -67,28 +76,6 @@ class PolicyLifecycle:
         self._added(message)
         self._transcript.append(message)
         self._since.append(message)
-
-    def _added(self, message: Message) -> None:
-        """Called before ``message`` is stored."""
-
-    def _request(self, messages: tuple[Message, ...] | Rendered, edits: tuple[int, ...] | None = None) -> Compaction:
-        """The request carrying ``messages`` (or the request itself, when a subclass defers
-        building its tuple): compacted unless it is the previous request followed by
-        exactly the messages appended since. ``edits``: a subclass that knows the places
-        where ``messages`` differs from those (`Compaction.edits`) passes them, and nothing
-        is compared."""
-        rendered = messages if isinstance(messages, Rendered) else Rendered(self.base_system, messages)
-        if edits is None:
-            now, sent = rendered.messages, self._sent.messages
-            continues = len(now) == len(sent) + len(self._since) and all(map(is_, now, chain(sent, self._since)))
-            if continues:
-                edits = ()
-        else:
-            continues = not edits
-        if self._aborted:  # what the aborted turn appended is gone: no promise this time
-            edits, self._aborted = None, False
-        self._sent, self._since = rendered, []
-        return Compaction(rendered, not continues, edits)
 
     def observe(self, usage: Usage) -> None:
         pass
@@ -104,8 +91,72 @@ class PolicyLifecycle:
         self._aborted = True
         self._restored()
 
+    # --- hooks ------------------------------------------------------------------------------
+
+    def _mark_turn(self) -> None:
+        """Called at a turn start, before its input is stored: save what `_restored` puts back."""
+
+    def _added(self, message: Message) -> None:
+        """Called before ``message`` is stored."""
+
     def _restored(self) -> None:
-        """Called after an aborted turn restored the transcript."""
+        """Called after an aborted turn restored the transcript (to ``_marked``, plus the
+        turn's input when it had one: ``self._transcript[self._marked[1]:]``)."""
+
+    # --- requests ---------------------------------------------------------------------------
+
+    def _request(self, messages: tuple[Message, ...] | Rendered, edits: tuple[int, ...] | None = None) -> Compaction:
+        """The request carrying ``messages`` (or the request itself, when a subclass defers
+        building its tuple): compacted unless it is the previous request followed by
+        exactly the messages appended since. ``edits``: a subclass that knows the places
+        where ``messages`` differs from those (`Compaction.edits`) passes them, and nothing
+        is compared."""
+        rendered = messages if isinstance(messages, Rendered) else Rendered(self._base_system, messages)
+        if edits is None:
+            now, sent = rendered.messages, self._sent.messages
+            continues = len(now) == len(sent) + len(self._since) and all(map(is_, now, chain(sent, self._since)))
+            if continues:
+                edits = ()
+        else:
+            continues = not edits
+        if self._aborted:  # what the aborted turn appended is gone: no promise this time
+            edits = None
+        return self._send(rendered, not continues, edits)
+
+    def _whole(self, compacted: bool, system: str) -> Compaction:
+        """The request carrying the whole transcript under ``system``: unless an abort or a
+        compaction cut it, that is the previous request followed by the messages appended
+        since (`Compaction.edits`)."""
+        # the list itself, its tuple built only when read: appends extend it past the
+        # request's length, and an abort or a compaction replaces it
+        return self._send(deferred(system, self._transcript), compacted, None if compacted or self._aborted else ())
+
+    def _send(self, rendered: Rendered, compacted: bool, edits: tuple[int, ...] | None = None) -> Compaction:
+        """The request ``rendered``, as it is, recorded as the last one sent (every request
+        goes out through here: `_request` and `_whole` compare with it)."""
+        self._sent, self._since, self._aborted = rendered, [], False
+        return Compaction(rendered, compacted, edits)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({len(self._transcript)} messages)"
+
+
+class PolicyLifecycle(TurnLifecycle):
+    """Harpe's lifecycle around a ``policy`` (messages in, the request's messages out).
+
+    Subclasses implement ``compact`` — apply the policy to `transcript`, check what it
+    returned, and hand the result to `_request` — and may use the hooks of `TurnLifecycle`.
+    """
+
+    def __init__(self, base_system: str, policy: Any, *, limit: Limit | None = None,
+                 initial: Iterable[Message] = ()) -> None:
+        super().__init__(base_system, initial)
+        if not callable(policy):
+            raise StrategyError(f"policy must be callable messages -> messages, got {policy!r}")
+        if limit is not None and not isinstance(limit, Limit):
+            raise StrategyError(f"limit must be a harpe_lab.protocol.Limit or None, got {limit!r}")
+        self.policy = policy
+        self.limit = limit
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.policy!r}, {len(self._transcript)} messages)"

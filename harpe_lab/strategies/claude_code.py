@@ -66,8 +66,9 @@ from typing import Callable
 
 from .._text import CHARS_PER_TOKEN, message_chars
 from ..errors import StrategyError
-from ..messages import AssistantMessage, Message, Rendered, Usage, UserInput, deferred
+from ..messages import AssistantMessage, Message, Rendered, Usage, UserInput
 from ..protocol import Compaction, ContextCompacted, Distill, EventHub, Limit, MeteredDistill
+from ._lifecycle import TurnLifecycle
 from .harpe import distill_request
 from ._validate import check_int
 
@@ -202,7 +203,7 @@ def _rough(message: Message) -> int:
     return round(message_chars(message) / CHARS_PER_TOKEN)
 
 
-class AutoCompactContext:
+class AutoCompactContext(TurnLifecycle):
     """Claude Code's auto-compact in Harpe's lifecycle.
 
     Every request sends the whole transcript; the transcript is the history since the last
@@ -220,22 +221,17 @@ class AutoCompactContext:
 
     def __init__(self, base_system: str, config: AutoCompact, *, distill: Distill,
                  on_event: Callable[[object], None] | None = None) -> None:
-        if not isinstance(base_system, str):
-            raise StrategyError(f"base_system must be a str, got {type(base_system).__name__}")
+        super().__init__(base_system)
         if not isinstance(config, AutoCompact):
             raise StrategyError(f"config must be an AutoCompact, got {config!r}")
         self._events = EventHub(on_event)
         self._distill = MeteredDistill(distill, self._events)
-        self.base_system = base_system
         self.config = config
-        self._transcript: list[Message] = []
         self._reported: int | None = None  # the last reply's input + output tokens
-        self._since = 0  # rough tokens of the messages appended after that reply
+        self._after = 0  # rough tokens of the messages appended after that reply
         self._summary = ""
         self._fresh = False  # nothing appended since the last compaction
-        self._marked: tuple = ([], 0, None, 0, "", False)
-        self._turn_input: UserInput | None = None
-        self._continues = True  # the list only grew since the last request (no abort)
+        self._marked_state: tuple = (None, 0, "", False)
         self._failures = 0  # failed compactions in a row in this turn (Claude Code's circuit breaker)
 
     @property
@@ -264,34 +260,31 @@ class AutoCompactContext:
         after it (everything, roughly, before any usage was reported)."""
         if self._reported is None:
             return sum(_rough(m) for m in self._transcript)
-        return self._reported + self._since
+        return self._reported + self._after
 
     def subscribe(self, sink: Callable[[object], None]) -> None:
         """Also report every event to ``sink``."""
         self._events.subscribe(sink)
 
-    def begin_turn(self, input: UserInput) -> None:
-        if not isinstance(input, UserInput):
-            raise TypeError(f"begin_turn takes a UserInput, got {type(input).__name__}")
-        # the list and its length, not a copy: appends only extend it, and a compaction
-        # replaces it with a new list, so the turn's start stays readable in O(1)
-        self._marked = (self._transcript, len(self._transcript), self._reported, self._since, self._summary,
-                        self._fresh)
-        self._turn_input = input
+    def _mark_turn(self) -> None:
+        self._marked_state = (self._reported, self._after, self._summary, self._fresh)
         self._failures = 0  # the query loop's tracking starts afresh with each user turn
-        self.append(input)
 
-    def append(self, message: Message) -> None:
+    def _added(self, message: Message) -> None:
         if isinstance(message, AssistantMessage):
-            self._since = 0  # its tokens are the reported output tokens
+            self._after = 0  # its tokens are the reported output tokens
         else:
-            self._since += _rough(message)
-        self._transcript.append(message)
+            self._after += _rough(message)
         self._fresh = False
+
+    def _restored(self) -> None:
+        self._reported, self._after, self._summary, self._fresh = self._marked_state
+        for kept in self._transcript[self._marked[1]:]:  # the turn's input, counted again
+            self._added(kept)
 
     def observe(self, usage: Usage) -> None:
         self._reported = usage.input_tokens + usage.output_tokens
-        self._since = 0
+        self._after = 0
 
     def compact(self) -> Compaction:
         count = self.tokens
@@ -300,11 +293,7 @@ class AutoCompactContext:
         limit = self.config.max_failures
         compacted = (count >= self.config.threshold and not self._fresh
                      and (limit is None or self._failures < limit) and self._compact(count))
-        # unless a compaction or an abort replaced the list, the request is the last one
-        # followed by what was appended since; its tuple is built only when read
-        edits = () if self._continues and not compacted else None
-        self._continues = True
-        return Compaction(deferred(self.base_system, self._transcript), compacted, edits)
+        return self._whole(compacted, self._base_system)
 
     def _compact(self, count: int) -> bool:
         folded = self._transcript
@@ -330,7 +319,7 @@ class AutoCompactContext:
         self._transcript = [message]
         self._fresh = True
         # no usage is known for the new history: Claude Code estimates it until the next reply
-        self._reported, self._since = None, 0
+        self._reported, self._after = None, 0
         self._events.emit(AutoCompacted(count, self.config.threshold))
         self._events.emit(ContextCompacted(len(folded)))
         return True
@@ -340,17 +329,6 @@ class AutoCompactContext:
         self._failures += 1
         self._events.emit(AutoCompactFailed(reason, detail, self._failures, self.config.max_failures))
         return False
-
-    def commit_turn(self) -> None:
-        self._turn_input = None
-
-    def abort_turn(self) -> None:
-        transcript, length, self._reported, self._since, self._summary, self._fresh = self._marked
-        self._transcript = transcript[:length]
-        self._continues = False
-        if self._turn_input is not None:  # an aborted turn keeps its input, as Harpe's contexts do
-            self.append(self._turn_input)
-        self._turn_input = None
 
     def __repr__(self) -> str:
         return f"AutoCompactContext(threshold={self.config.threshold:,}, {len(self._transcript)} messages)"

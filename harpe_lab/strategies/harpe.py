@@ -18,8 +18,9 @@ from typing import Callable, Iterable, Sequence
 
 from .._text import CHARS_PER_TOKEN, message_chars, truncate, turn_groups
 from ..errors import StrategyError
-from ..messages import AssistantMessage, Message, Rendered, Usage, UserInput, deferred
+from ..messages import AssistantMessage, Message, Rendered, Usage, UserInput
 from ..protocol import Compaction, Context, ContextCompacted, Distill, EventHub, Limit, MeteredDistill
+from ._lifecycle import TurnLifecycle
 
 __all__ = [
     "Context",
@@ -52,74 +53,14 @@ DISTILL_SYSTEM = (
 # --- strategies -------------------------------------------------------------------------
 
 
-def _check_input(input: object) -> None:
-    if not isinstance(input, UserInput):
-        raise TypeError(f"begin_turn takes a UserInput, got {type(input).__name__}")
-
-
-class _TranscriptContext:
-    """Shared state machine of Full, Windowed and Summarizing: a stored transcript, marked
-    at each turn start so an aborted turn keeps only its user input."""
-
-    def __init__(self, base_system: str, initial: Iterable[Message] = ()) -> None:
-        if not isinstance(base_system, str):
-            raise StrategyError(f"base_system must be a str, got {type(base_system).__name__}")
-        self.base_system = base_system
-        self._transcript: list[Message] = list(initial)
-        # The transcript at the turn start, as (list, length): the list only grows until a
-        # compaction replaces it, so its first `length` messages stay what they were, and a
-        # turn start costs O(1), not a copy of the whole history.
-        self._marked: tuple[list[Message], int] = (self._transcript, len(self._transcript))
-        self._turn_input: list[Message] = []
-        self._continues = True  # the transcript only grew since the last request (no abort)
-
-    @property
-    def transcript(self) -> tuple[Message, ...]:
-        """The stored history (a copy: the context's own list is never handed out)."""
-        return tuple(self._transcript)
-
-    def begin_turn(self, input: UserInput) -> None:
-        _check_input(input)
-        self._marked = (self._transcript, len(self._transcript))
-        self._turn_input = [input]
-        self._transcript.append(input)
-
-    def append(self, message: Message) -> None:
-        self._transcript.append(message)
-
-    def observe(self, usage: Usage) -> None:
-        pass
-
-    def commit_turn(self) -> None:
-        self._turn_input = []
-
-    def abort_turn(self) -> None:
-        marked, length = self._marked
-        self._transcript = marked[:length] + self._turn_input
-        self._turn_input = []
-        self._continues = False
-
-    def _whole(self, compacted: bool, system: str) -> Compaction:
-        """The request carrying the whole transcript: unless an abort or a fold cut it, that
-        is the previous request followed by the messages appended since (`Compaction.edits`)."""
-        edits = () if self._continues and not compacted else None
-        self._continues = True
-        # the list itself, its tuple built only when read: appends extend it past the
-        # request's length, and an abort or a fold replaces it
-        return Compaction(deferred(system, self._transcript), compacted, edits)
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({len(self._transcript)} messages)"
-
-
-class FullContext(_TranscriptContext):
+class FullContext(TurnLifecycle):
     """Send the whole transcript every time. Never compacts."""
 
     def compact(self) -> Compaction:
-        return self._whole(False, self.base_system)
+        return self._whole(False, self._base_system)
 
 
-class WindowedContext(_TranscriptContext):
+class WindowedContext(TurnLifecycle):
     """Send the newest whole turns that fit ``max_chars`` (Harpe fixes 24,000 ≈ 6k tokens).
 
     Only the rendered view is cut; the stored transcript is never shortened, and
@@ -130,20 +71,25 @@ class WindowedContext(_TranscriptContext):
         if not isinstance(max_chars, int) or isinstance(max_chars, bool) or max_chars < 0:
             raise StrategyError(f"max_chars must be an int >= 0, got {max_chars!r}")
         super().__init__(base_system, initial)
-        self.max_chars = max_chars
+        self._max_chars = max_chars
         self._window: _Window | None = None
+
+    @property
+    def max_chars(self) -> int:
+        """The character budget of the newest whole turns sent."""
+        return self._max_chars
 
     @property
     def limit(self) -> Limit:
         """A target of ``max_chars / 4`` tokens: Harpe's 4 characters a token, an estimate."""
-        return Limit(tokens=self.max_chars // CHARS_PER_TOKEN, kind="target")
+        return Limit(tokens=self._max_chars // CHARS_PER_TOKEN, kind="target")
 
     def compact(self) -> Compaction:
         t = self._transcript
         window = self._window
         if window is None or window.source is not t or len(t) < window.seen:  # first, or after an abort
-            window = self._window = _Window(t, self.max_chars)
-        return Compaction(Rendered(self.base_system, tuple(t[window.start():])), False)
+            window = self._window = _Window(t, self._max_chars)
+        return self._send(Rendered(self._base_system, tuple(t[window.start():])), False)
 
 
 class _Window:
@@ -178,36 +124,24 @@ class _Window:
         return starts[0] if starts else len(t)
 
 
-class TurnContext:
+class TurnContext(TurnLifecycle):
     """Send only the current turn: no history across turns (the past lives in the log)."""
 
     def __init__(self, base_system: str) -> None:
-        if not isinstance(base_system, str):
-            raise StrategyError(f"base_system must be a str, got {type(base_system).__name__}")
-        self.base_system = base_system
-        self._messages: list[Message] = []
+        super().__init__(base_system)  # no initial history: Harpe's TurnContext takes none (§4.6)
 
-    def begin_turn(self, input: UserInput) -> None:
-        _check_input(input)
-        self._messages = [input]
-
-    def append(self, message: Message) -> None:
-        self._messages.append(message)
-
-    def compact(self) -> Compaction:
-        return Compaction(Rendered(self.base_system, tuple(self._messages)), False)
-
-    def observe(self, usage: Usage) -> None:
-        pass
+    def _mark_turn(self) -> None:
+        self._transcript = []  # a turn starts from nothing, even after a turn never closed
 
     def commit_turn(self) -> None:
-        self._messages = []
+        super().commit_turn()
+        self._transcript = []
 
-    def abort_turn(self) -> None:
-        self._messages = []
+    def _restored(self) -> None:
+        self._transcript = []  # an aborted turn keeps nothing, not even its input (§4.6)
 
-    def __repr__(self) -> str:
-        return f"TurnContext({len(self._messages)} messages)"
+    def compact(self) -> Compaction:
+        return self._send(Rendered(self._base_system, tuple(self._transcript)), False)
 
 
 def distill_request(dropped: Sequence[Message], summary: str) -> str:
@@ -230,7 +164,7 @@ def distill_request(dropped: Sequence[Message], summary: str) -> str:
     return "".join(parts)
 
 
-class SummarizingContext(_TranscriptContext):
+class SummarizingContext(TurnLifecycle):
     """Fold the oldest turns into a running summary once the provider reports more than
     ``high_water_tokens`` input tokens; keep the newest turns that fit ``low_water_chars``.
 
@@ -258,8 +192,8 @@ class SummarizingContext(_TranscriptContext):
         self._events = EventHub(on_event)
         self._distill = MeteredDistill(distill, self._events)
         super().__init__(base_system, initial)
-        self.high_water_tokens = high_water_tokens
-        self.low_water_chars = low_water_chars
+        self._high_water_tokens = high_water_tokens
+        self._low_water_chars = low_water_chars
         self._summary = ""
         self._marked_summary = ""
         self._last_input_tokens = 0
@@ -270,6 +204,16 @@ class SummarizingContext(_TranscriptContext):
         self._system = (base_system, "")
 
     @property
+    def high_water_tokens(self) -> int:
+        """The provider-reported input tokens above which the next request folds."""
+        return self._high_water_tokens
+
+    @property
+    def low_water_chars(self) -> int:
+        """The character budget of the newest whole turns a fold keeps."""
+        return self._low_water_chars
+
+    @property
     def distill(self) -> Distill:
         """The distiller this context calls."""
         return self._distill.distill
@@ -277,7 +221,7 @@ class SummarizingContext(_TranscriptContext):
     @property
     def limit(self) -> Limit:
         """The reactive high-water mark."""
-        return Limit(tokens=self.high_water_tokens, kind="high_water")
+        return Limit(tokens=self._high_water_tokens, kind="high_water")
 
     @property
     def summary(self) -> str:
@@ -288,8 +232,7 @@ class SummarizingContext(_TranscriptContext):
         """Also report every event to ``sink``."""
         self._events.subscribe(sink)
 
-    def begin_turn(self, input: UserInput) -> None:
-        super().begin_turn(input)
+    def _mark_turn(self) -> None:
         self._marked_summary = self._summary
         self._marked_input_tokens = self._last_input_tokens
 
@@ -297,16 +240,16 @@ class SummarizingContext(_TranscriptContext):
         self._last_input_tokens = usage.input_tokens
 
     def compact(self) -> Compaction:
-        changed = self._last_input_tokens > self.high_water_tokens and self._compact_transcript()
+        changed = self._last_input_tokens > self._high_water_tokens and self._compact_transcript()
         system, summary = self._system
         if summary is not self._summary:
             summary = self._summary
-            system = self.base_system + "\n\n" + SUMMARY_HEADER + summary if summary else self.base_system
+            system = self._base_system + "\n\n" + SUMMARY_HEADER + summary if summary else self._base_system
             self._system = (system, summary)
         return self._whole(changed, system)
 
     def _compact_transcript(self) -> bool:
-        kept = truncate(self._transcript, self.low_water_chars)
+        kept = truncate(self._transcript, self._low_water_chars)
         drop = len(self._transcript) - len(kept)
         if drop == 0:
             return False
@@ -321,7 +264,7 @@ class SummarizingContext(_TranscriptContext):
         self._events.emit(ContextCompacted(drop))
         return True
 
-    def abort_turn(self) -> None:
-        super().abort_turn()
+    def _restored(self) -> None:
+        # a fold during the aborted turn is undone with the transcript (§4.7)
         self._summary = self._marked_summary
         self._last_input_tokens = self._marked_input_tokens

@@ -256,13 +256,12 @@ class _UnitLifecycle(PolicyLifecycle):
         super().__init__(base_system, self._step, limit=limit)
         self._state: list[Message] = []
         self._origin: dict[int, tuple[Message, Message]] = {}  # id(unit) -> (unit, original)
-        self._state_mark: list[Message] = []
-        self._input_units: list[Message] = []
+        # the state at the turn start, as (list, length): the list only grows until a fold or
+        # an abort replaces it, as the transcript does
+        self._state_mark: tuple[list[Message], int] = (self._state, 0)
 
-    def begin_turn(self, input: UserInput) -> None:
-        self._state_mark = list(self._state)
-        super().begin_turn(input)
-        self._input_units = self._state[len(self._state_mark):]
+    def _mark_turn(self) -> None:
+        self._state_mark = (self._state, len(self._state))
 
     def _added(self, message: Message) -> None:
         for unit in units_of(message):
@@ -270,7 +269,9 @@ class _UnitLifecycle(PolicyLifecycle):
             self._state.append(unit)
 
     def _restored(self) -> None:
-        self._state = self._state_mark + self._input_units
+        state, length = self._state_mark
+        # the turn's input, when it was kept: a `UserInput` is its own unit (`units_of`)
+        self._state = state[:length] + self._transcript[self._marked[1]:]
 
     def _pairs(self, units: Iterable[Message]) -> list[tuple[Message, Message | None]]:
         get = self._origin.get

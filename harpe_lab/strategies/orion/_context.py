@@ -4,14 +4,13 @@ it reports (`ContextBudget`, `StrategyWarning`)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from itertools import chain
-from operator import is_
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from ...errors import StrategyError
-from ...messages import Message, Rendered, Usage, UserInput
+from ...messages import Message, Usage, UserInput
 from ...protocol import Compaction, ContextCompacted, EventHub, Limit, MeteredDistill
-from ._window import _MESSAGE_TYPES, SlidingWindow, SummarizeWindow, Window, _choose, _fold, _messages, _TurnIndex
+from .._lifecycle import TurnLifecycle
+from ._window import SlidingWindow, SummarizeWindow, Window, _choose, _fold, _messages, _TurnIndex
 
 __all__ = ["OrionContext", "ContextBudget", "StrategyWarning"]
 
@@ -51,15 +50,7 @@ class StrategyWarning:
 # --- the context --------------------------------------------------------------------------
 
 
-def _continues(sent: tuple[Message, ...], since: list[Message], new: tuple[Message, ...]) -> bool:
-    """Whether ``new`` is the previous request followed by the messages appended since
-    (by identity), i.e. the provider session can simply go on."""
-    if len(new) != len(sent) + len(since):
-        return False
-    return all(map(is_, new, chain(sent, since)))
-
-
-class OrionContext:
+class OrionContext(TurnLifecycle):
     """Run an orion window (`SlidingWindow` or `SummarizeWindow`) through Harpe's context
     lifecycle, over a stored transcript that is never shortened.
 
@@ -86,35 +77,29 @@ class OrionContext:
         initial: Iterable[Message] = (),
         on_event: Callable[[object], None] | None = None,
     ) -> None:
-        if not isinstance(base_system, str):
-            raise StrategyError(f"base_system must be a str, got {type(base_system).__name__}")
+        start = _messages(tuple(initial))
+        super().__init__(base_system, start)
         if not isinstance(window, (SlidingWindow, SummarizeWindow)):
             raise StrategyError(f"window must be an orion SlidingWindow or SummarizeWindow, got {window!r}")
         tools = tuple(tools)
         for i, schema in enumerate(tools):
             if not isinstance(schema, Mapping):
                 raise StrategyError(f"tools[{i}] must be an OpenAI tool schema (a dict), got {schema!r}")
-        start = list(_messages(tuple(initial)))
-        self.base_system = base_system
         self.window = window
         self.tools = tools
         self._events = EventHub(on_event)
         self._distill = MeteredDistill(window.distill, self._events) if isinstance(window, SummarizeWindow) else None
         # orion prices requests itself; the provider's report is kept only as a record
         self.last_input_tokens = 0
-        self._transcript = start
         self._live = _TurnIndex(window.counter, start)  # not folded into the summary
         self._summary: str | None = None
         self._head: UserInput | None = None
-        # At the turn start: the transcript's length, the live index and its length, the
-        # summary and its message. The transcript and an index only grow (a fold starts a new
-        # index), so their first messages stay what they were: a turn start copies nothing.
-        self._marked: tuple[int, _TurnIndex, int, str | None, UserInput | None] = (
-            len(start), self._live, len(start), None, None
+        # At the turn start: the live index and its length, the summary and its message. An
+        # index only grows (a fold starts a new one), so its first messages stay what they
+        # were: a turn start copies nothing.
+        self._marked_state: tuple[_TurnIndex, int, str | None, UserInput | None] = (
+            self._live, len(start), None, None
         )  # fmt: skip
-        self._turn_input: UserInput | None = None
-        self._sent: tuple[Message, ...] = ()
-        self._since: list[Message] = list(start)
 
     @property
     def max_request_tokens(self) -> int:
@@ -140,43 +125,30 @@ class OrionContext:
         """The running summary ("" before the first fold, and for a `SlidingWindow`)."""
         return self._summary or ""
 
-    @property
-    def transcript(self) -> tuple[Message, ...]:
-        """The whole stored history (a copy)."""
-        return tuple(self._transcript)
-
-    def begin_turn(self, input: UserInput) -> None:
-        if not isinstance(input, UserInput):
-            raise TypeError(f"begin_turn takes a UserInput, got {type(input).__name__}")
+    def _mark_turn(self) -> None:
         live = self._live
-        self._marked = (len(self._transcript), live, len(live.messages), self._summary, self._head)
-        self._turn_input = input
-        self._add(input)
+        self._marked_state = (live, len(live.messages), self._summary, self._head)
 
-    def append(self, message: Message) -> None:
-        if not isinstance(message, _MESSAGE_TYPES):
-            raise TypeError(f"append takes a harpe_lab message, got {type(message).__name__}")
-        self._add(message)
-
-    def _add(self, message: Message) -> None:
-        self._transcript.append(message)
+    def _added(self, message: Message) -> None:
         self._live.add(message)
-        self._since.append(message)
+
+    def _restored(self) -> None:
+        live, live_length, self._summary, self._head = self._marked_state
+        kept = self._transcript[self._marked[1]:]  # the turn's input, when it had one
+        self._live = _TurnIndex(self.window.counter, live.messages[:live_length] + kept)
 
     def compact(self) -> Compaction:
         window = self.window
         warning = None
         folded = 0
         if isinstance(window, SummarizeWindow):
-            f = _fold(window, self._distill, self._live, self.base_system, self.tools, self._summary, self._head)
+            f = _fold(window, self._distill, self._live, self._base_system, self.tools, self._summary, self._head)
             if f.index is not None:
                 self._live, self._summary, self._head = f.index, f.summary, f.head
             chosen, warning, folded = f.chosen, f.warning, f.folded
         else:
-            chosen = _choose(window, self._live, self.base_system, self.tools, None, "SlidingWindow")
-        rendered = Rendered(self.base_system, chosen.messages)
-        compacted = not _continues(self._sent, self._since, chosen.messages)
-        self._sent, self._since = chosen.messages, []
+            chosen = _choose(window, self._live, self._base_system, self.tools, None, "SlidingWindow")
+        request = self._request(chosen.messages)
         if warning is not None:
             self._emit(StrategyWarning(warning))
         if folded:
@@ -184,21 +156,10 @@ class OrionContext:
         originals = len(chosen.messages) - (self._head is not None)
         pruned = len(self._transcript) - originals
         self._emit(ContextBudget(chosen.tokens, window.max_tokens, len(chosen.messages), pruned))
-        return Compaction(rendered, compacted)
+        return request
 
     def observe(self, usage: Usage) -> None:
         self.last_input_tokens = usage.input_tokens
-
-    def commit_turn(self) -> None:
-        self._turn_input = None
-
-    def abort_turn(self) -> None:
-        length, live, live_length, self._summary, self._head = self._marked
-        tail = [] if self._turn_input is None else [self._turn_input]
-        self._transcript = self._transcript[:length] + tail
-        self._live = _TurnIndex(self.window.counter, live.messages[:live_length] + tail)
-        self._turn_input = None
-        self._since = []
 
     def _emit(self, event: object) -> None:
         self._events.emit(event)
