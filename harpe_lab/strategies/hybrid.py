@@ -154,9 +154,8 @@ class HybridContext(EditContext):
         """Also report every event to ``sink``."""
         self._events.subscribe(sink)
 
-    def begin_turn(self, input: UserInput) -> None:
+    def _mark_turn(self) -> None:
         self._marked_state = (self._upto, self._checkpoint)
-        super().begin_turn(input)
 
     def _added(self, message: Message) -> None:
         t = self._transcript

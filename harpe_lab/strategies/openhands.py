@@ -447,9 +447,8 @@ class CondenserContext(PolicyLifecycle):
         """Also report every event to ``sink``."""
         self._events.subscribe(sink)
 
-    def begin_turn(self, input: UserInput) -> None:
+    def _mark_turn(self) -> None:
         self._marked_state = (self._forgot, self._summary)
-        super().begin_turn(input)
 
     def _added(self, message: Message) -> None:
         self._view_events += _events(message)
