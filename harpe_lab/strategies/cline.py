@@ -74,7 +74,9 @@ import json
 import math
 import re
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from itertools import compress
+from operator import is_
+from typing import Any, Callable, Iterable, Mapping, NamedTuple, Sequence
 
 from ..errors import StrategyError
 from ..messages import (AssistantMessage, Attachment, Message, Rendered, ToolResult, ToolResults, Usage, UserInput,
@@ -175,6 +177,25 @@ def _blocks(text: str) -> list[tuple[str, ...]]:
     content)``. A file block is ``formatFileContentBlock``'s rendering standing alone between
     blank lines (as the SDK sends it and our importer joins blocks); the text between is one
     text block (several text blocks joined by blank lines cannot be told apart)."""
+    return list(_parsed(text))
+
+
+_PARSED: dict[str, tuple[tuple[str, ...], ...]] = {}  # text -> its blocks
+_MEMO_MAX = 1 << 17
+
+
+def _parsed(text: str) -> tuple[tuple[str, ...], ...]:
+    """`_blocks`, memoized by the text: every compaction reads every kept prompt again."""
+    hit = _PARSED.get(text)
+    if hit is None:
+        hit = tuple(_parse_blocks(text))
+        if len(_PARSED) >= _MEMO_MAX:
+            _PARSED.clear()
+        _PARSED[text] = hit
+    return hit
+
+
+def _parse_blocks(text: str) -> list[tuple[str, ...]]:
     out: list[tuple[str, ...]] = []
     pos = 0  # where the next text starts
     scan = 0
@@ -241,7 +262,7 @@ def _user_json(blocks: Sequence[tuple[str, ...]], attachments: Sequence[Attachme
 def _message_json(message: Message) -> dict:
     """``message`` in the SDK's stored shape (``MessageWithMetadata`` without its metadata)."""
     if isinstance(message, UserInput):
-        return {"role": "user", "content": _user_json(_blocks(message.text), message.attachments)}
+        return {"role": "user", "content": _user_json(_parsed(message.text), message.attachments)}
     if isinstance(message, AssistantMessage):
         content: list[dict] = [{"type": "text", "text": message.text}] if message.text else []
         content.extend({"type": "tool_use", "id": c.id, "name": c.name, "input": c.input} for c in message.calls)
@@ -259,18 +280,38 @@ def _message_json(message: Message) -> dict:
 
 _SIZES: dict[int, tuple[Message, int]] = {}  # id(message) -> (message, its JSON's length)
 _SIZES_MAX = 1 << 17
+_USER_SIZES: dict[tuple[str, tuple[str, ...]], int] = {}  # (text, attachments' types) -> a prompt's JSON length
 
 
 def _message_chars(message: Message) -> int:
     """The length of ``message``'s stored JSON, memoized: a compaction weighs every message
-    of the history again (the message is held, so its id stays its own)."""
+    of the history again (the message is held, so its id stays its own). A prompt is also
+    memoized by its content, which is all its JSON holds: basic compaction rebuilds the
+    kept prompts (a new object, the same text) at every compaction."""
     hit = _SIZES.get(id(message))
     if hit is not None and hit[0] is message:
         return hit[1]
-    n = _js_len(_json(_message_json(message)))
+    if type(message) is UserInput:
+        n = _user_chars(message.text, tuple(a.mime for a in message.attachments))
+    else:
+        n = _js_len(_json(_message_json(message)))
     if len(_SIZES) >= _SIZES_MAX:
         _SIZES.clear()
     _SIZES[id(message)] = (message, n)
+    return n
+
+
+def _user_chars(text: str, mimes: tuple[str, ...]) -> int:
+    """The JSON length of a prompt of ``text`` with attachments of these types."""
+    key = (text, mimes)
+    n = _USER_SIZES.get(key)
+    if n is None:
+        content = _user_json(_parsed(text), ())
+        content.extend({"type": "image", "mediaType": mime} for mime in mimes)
+        n = _js_len(_json({"role": "user", "content": content}))
+        if len(_USER_SIZES) >= _SIZES_MAX:
+            _USER_SIZES.clear()
+        _USER_SIZES[key] = n
     return n
 
 
@@ -323,19 +364,24 @@ class ToolActivity:
         return bool(self.read_files or self.edited_files or self.commands)
 
 
+def _is_mapping(value: Any) -> bool:
+    # a dict first: isinstance against typing's Mapping goes through the ABC machinery
+    return type(value) is dict or isinstance(value, Mapping)
+
+
 def _collect_paths(value: Any) -> list[str]:
     """``collectPaths``: the paths in a tool input."""
     if isinstance(value, str):
         return [value] if value.strip() else []
     if isinstance(value, list):
         return [p for item in value for p in _collect_paths(item)]
-    if isinstance(value, Mapping):
+    if _is_mapping(value):
         paths: list[str] = []
         for key in ("path", "file_path", "target_file", "new_file_path", "old_file_path"):
             paths.extend(_collect_paths(value.get(key)))
         if isinstance(value.get("files"), list):
             for item in value["files"]:
-                if isinstance(item, Mapping):
+                if _is_mapping(item):
                     paths.extend(_collect_paths(item.get("path")))
         if isinstance(value.get("file_paths"), list):
             paths.extend(_collect_paths(value["file_paths"]))
@@ -369,7 +415,7 @@ def _diff_range(content: str) -> tuple[int, int] | None:
         parsed = json.loads(content)
     except ValueError:
         parsed = None
-    if isinstance(parsed, Mapping) and isinstance(parsed.get("result"), str):
+    if _is_mapping(parsed) and isinstance(parsed.get("result"), str):
         text = parsed["result"]
     lines = [int(m.group(1)) for m in _DIFF_LINE.finditer(text)]
     return (min(lines), max(lines)) if lines else None
@@ -388,11 +434,11 @@ def tool_activity(messages: Iterable[Message]) -> ToolActivity:
     for m in messages:
         if isinstance(m, AssistantMessage):
             for c in m.calls:
-                data = c.input if isinstance(c.input, Mapping) else {}
+                data = c.input if _is_mapping(c.input) else {}
                 if c.name == "read_files":
                     if isinstance(data.get("files"), list):
                         for f in data["files"]:
-                            if isinstance(f, Mapping):
+                            if _is_mapping(f):
                                 path = f.get("path").strip() if isinstance(f.get("path"), str) else ""
                                 if not path:
                                     continue
@@ -530,49 +576,78 @@ def _has_text(message: Message) -> bool:
     return bool(message.results)
 
 
-def _project(messages: list[Message], origin: list[int], target: int) -> tuple[list[Message], list[int], bool]:
+def _any_image(messages: Iterable[Message]) -> bool:
+    """Whether any of ``messages`` carries an image (most carry no attachment at all)."""
+    for m in messages:
+        if isinstance(m, UserInput):
+            if m.attachments and any(a.mime.startswith("image/") for a in m.attachments):
+                return True
+        elif isinstance(m, ToolResults):
+            for r in m.results:
+                if r.attachments and any(a.mime.startswith("image/") for a in r.attachments):
+                    return True
+    return False
+
+
+def _project(messages: list[Message], origin: list[int], target: int,
+             estimates: Sequence[int] | None = None) -> tuple[list[Message], list[int], bool]:
     """``buildBudgetProjection`` with the compaction policies (``basic_compaction_projection``
     and ``agentic_summary``): images outside the live tail dropped, then, while over
     ``target``, texts cut from the newest message back and whole messages (with their tool
     pairs) dropped from the oldest, never the first or latest user message or the live tail.
-    Returns the messages, the original index of each, and whether the target was met."""
+    Returns the messages, the original index of each, and whether the target was met.
+    ``estimates``: `estimate_message` of each message, when the caller has them."""
     if target <= 0:
         return list(messages), list(origin), False
     messages, origin = list(messages), list(origin)
-    latest = _latest_user(messages)
-    tail = _protected_tail(messages)
-    kept_m: list[Message] = []
-    kept_o: list[int] = []
-    for k, (m, o) in enumerate(zip(messages, origin)):
-        protected = k == latest or k >= tail
-        if not protected and isinstance(m, UserInput) and any(a.mime.startswith("image/") for a in m.attachments):
-            m = UserInput(m.text, tuple(a for a in m.attachments if not a.mime.startswith("image/")), m.pinned)
-            if not _blocks(m.text) and not m.attachments:
-                continue  # nothing left: the message goes
-        elif not protected and isinstance(m, ToolResults) and any(a.mime.startswith("image/")
-                                                                  for r in m.results for a in r.attachments):
-            m = ToolResults(tuple(ToolResult(r.id, r.content, tuple(a for a in r.attachments
-                                                                     if not a.mime.startswith("image/")), r.success)
-                                  for r in m.results), m.pinned)
-        kept_m.append(m)
-        kept_o.append(o)
-    messages, origin = kept_m, kept_o
-    total = sum(map(estimate_message, messages))
+    ests = list(map(estimate_message, messages)) if estimates is None else list(estimates)
+    if _any_image(messages):
+        latest = _latest_user(messages)
+        tail = _protected_tail(messages)
+        kept_m: list[Message] = []
+        kept_o: list[int] = []
+        kept_e: list[int] = []
+        for k, (m, o, e) in enumerate(zip(messages, origin, ests)):
+            protected = k == latest or k >= tail
+            if not protected and isinstance(m, UserInput) and any(a.mime.startswith("image/") for a in m.attachments):
+                m = UserInput(m.text, tuple(a for a in m.attachments if not a.mime.startswith("image/")), m.pinned)
+                if not _parsed(m.text) and not m.attachments:
+                    continue  # nothing left: the message goes
+                e = estimate_message(m)
+            elif not protected and isinstance(m, ToolResults) and any(a.mime.startswith("image/")
+                                                                      for r in m.results for a in r.attachments):
+                m = ToolResults(tuple(ToolResult(r.id, r.content, tuple(a for a in r.attachments
+                                                                         if not a.mime.startswith("image/")),
+                                                 r.success)
+                                      for r in m.results), m.pinned)
+                e = estimate_message(m)
+            kept_m.append(m)
+            kept_o.append(o)
+            kept_e.append(e)
+        messages, origin, ests = kept_m, kept_o, kept_e
+    total = sum(ests)
     if total <= target:
         return messages, origin, True
+    # cutting texts keeps every message's kind and tool ids: the latest user message and the
+    # live tail stay where they are, and the total moves by what each cut saved
+    latest = _latest_user(messages)
+    tail = _protected_tail(messages)
     k = len(messages) - 1
     while k >= 0 and total > target:
-        if k != _latest_user(messages) and k < _protected_tail(messages) and _has_text(messages[k]):
+        if k != latest and k < tail and _has_text(messages[k]):
             m = messages[k]
             size = _message_chars(m)
-            per_token = max(1.0, size / max(1, estimate_message(m)))
+            per_token = max(1.0, size / max(1, ests[k]))
             limit = max(16, math.floor(target * per_token / max(1, len(messages))))
             messages[k] = _truncate_message(m, limit)
-            total = sum(map(estimate_message, messages))
+            e = estimate_message(messages[k])
+            total += e - ests[k]
+            ests[k] = e
         k -= 1
     k = 0
+    ids = [_tool_ids(m) for m in messages]
+    first, latest, tail = _first_user(messages), _latest_user(messages), _protected_tail(messages)
     while k < len(messages) and total > target:
-        first, latest, tail = _first_user(messages), _latest_user(messages), _protected_tail(messages)
         if k in (first, latest):
             k += 1
             continue
@@ -580,41 +655,80 @@ def _project(messages: list[Message], origin: list[int], target: int) -> tuple[l
         queue = [k]
         while queue:  # the messages a tool id links to this one, transitively
             j = queue.pop()
-            ids = _tool_ids(messages[j])
-            for other, m in enumerate(messages):
-                if other not in closure and ids & _tool_ids(m):
+            linked = ids[j]
+            if not linked:
+                continue
+            for other, theirs in enumerate(ids):
+                if other not in closure and linked & theirs:
                     closure.add(other)
                     queue.append(other)
         if first in closure or latest in closure or max(closure) >= tail:
             k += 1
             continue
-        messages = [m for j, m in enumerate(messages) if j not in closure]
-        origin = [o for j, o in enumerate(origin) if j not in closure]
-        total = sum(map(estimate_message, messages))
+        keep = [j not in closure for j in range(len(messages))]
+        messages = list(compress(messages, keep))
+        origin = list(compress(origin, keep))
+        ids = list(compress(ids, keep))
+        total -= sum(ests[j] for j in closure)
+        ests = list(compress(ests, keep))
+        first, latest, tail = _first_user(messages), _latest_user(messages), _protected_tail(messages)
     return messages, origin, total <= target
 
 
 # --- basic compaction ------------------------------------------------------------------------
 
 
+_SANITIZED: dict[str, tuple[str, bool]] = {}  # text -> (its sanitized text, whether any block is left)
+_TEXT_ONLY: dict[str, str] = {}  # text -> its text blocks alone
+
+
+def _sanitized(text: str) -> tuple[str, bool]:
+    hit = _SANITIZED.get(text)
+    if hit is None:
+        blocks = [b for b in ((("text", b[1].strip()) if b[0] == "text" else b) for b in _parsed(text))
+                  if b[0] != "text" or b[1]]
+        hit = (_join(blocks), bool(blocks))
+        if len(_SANITIZED) >= _MEMO_MAX:
+            _SANITIZED.clear()
+        _SANITIZED[text] = hit
+    return hit
+
+
+def _text_only(text: str) -> str:
+    hit = _TEXT_ONLY.get(text)
+    if hit is None:
+        hit = _join([b for b in _parsed(text) if b[0] == "text"])
+        if len(_TEXT_ONLY) >= _MEMO_MAX:
+            _TEXT_ONLY.clear()
+        _TEXT_ONLY[text] = hit
+    return hit
+
+
 def _sanitize_typed(message: UserInput) -> UserInput | None:
     """``sanitizeTypedUserMessage``: text blocks trimmed, empty ones dropped; None when
-    nothing is left."""
-    blocks = [b for b in ((("text", b[1].strip()) if b[0] == "text" else b) for b in _blocks(message.text))
-              if b[0] != "text" or b[1]]
-    if not blocks and not message.attachments:
+    nothing is left. (The text's part is memoized by the text: every compaction sanitizes
+    every prompt again; a changed prompt is a new message each time, as it was.)"""
+    text, left = _sanitized(message.text)
+    if not left and not message.attachments:
         return None
-    text = _join(blocks)
     return message if text == message.text else UserInput(text, message.attachments, message.pinned)
 
 
 def _without_attachments(message: UserInput) -> UserInput:
     """``userContentBlocks(message, false)``: file and image blocks dropped."""
-    blocks = [b for b in _blocks(message.text) if b[0] == "text"]
-    text = _join(blocks)
+    text = _text_only(message.text)
     if text == message.text and not message.attachments:
         return message
     return UserInput(text, (), message.pinned)
+
+
+def _without_attachments_chars(message: UserInput) -> int:
+    """`_message_chars` of ``_without_attachments(message)``, without building it: a text
+    block's JSON holds only its text."""
+    text = _text_only(message.text)
+    if text == message.text and not message.attachments:
+        return _message_chars(message)
+    return _user_chars(text, ())
 
 
 def _with_notice(message: UserInput, notice: str) -> UserInput:
@@ -633,21 +747,31 @@ def _merge(messages: list[Message], origin: list[int], original: Sequence[Messag
         if _assistant_text(original[k]):
             preserved.add(k)
 
-    def responses(start: int, end: int) -> list[str]:
-        return [_assistant_text(original[k]) for k in range(start, end) if k in preserved]
+    newest = sorted(preserved)
 
+    def responses(start: int, end: int) -> list[str]:
+        return [_assistant_text(original[k]) for k in newest if start <= k < end]
+
+    n = len(messages)
     typed = [isinstance(m, UserInput) and not original_marks[o] & _SUMMARY for m, o in zip(messages, origin)]
-    latest = max((k for k, t in enumerate(typed) if t), default=-1)
-    # entries: [message, first original index, last original index, is a typed prompt]
-    entries: list[list[Any]] = []
+    latest = next((k for k in range(n - 1, -1, -1) if typed[k]), -1)
+    out: list[Message] = []
+    out_origin: list[int] = []
+    prompts: list[tuple[int, int]] = []  # each prompt's place in out, and the last original index it stands for
     k = 0
-    while k < len(messages):
-        if not typed[k]:
-            entries.append([messages[k], origin[k], origin[k], False])
-            k += 1
-            continue
+    while k < n:
+        try:
+            at = typed.index(True, k)
+        except ValueError:
+            at = n
+        if at > k:  # what is not a typed prompt is carried as it is
+            out += messages[k:at]
+            out_origin += origin[k:at]
+            k = at
+            if k == n:
+                break
         end = k
-        while end + 1 < len(messages) and typed[end + 1]:
+        while end + 1 < n and typed[end + 1]:
             end += 1
         message = messages[k]
         if end > k:
@@ -671,31 +795,34 @@ def _merge(messages: list[Message], origin: list[int], original: Sequence[Messag
             message = UserInput("\n\n".join(text_parts), attachments, first.pinned)
         elif k != latest:
             message = _without_attachments(message)  # type: ignore[arg-type]
-        entries.append([message, origin[k], origin[end], True])
+        prompts.append((len(out), origin[end]))
+        out.append(message)
+        out_origin.append(origin[k])
         k = end + 1
-    for e, entry in enumerate(entries):
-        if not entry[3]:
+    for e, last in prompts:
+        gap_end = out_origin[e + 1] if e + 1 < len(out_origin) else len(original)
+        if gap_end <= last + 1:
             continue
-        gap_end = entries[e + 1][1] if e + 1 < len(entries) else len(original)
-        if gap_end <= entry[2] + 1:
-            continue
-        gap = original[entry[2] + 1:gap_end]
-        activity, said = tool_activity(gap), responses(entry[2] + 1, gap_end)
+        gap = original[last + 1:gap_end]
+        activity, said = tool_activity(gap), responses(last + 1, gap_end)
         if not activity and not said:
             continue
-        entry[0] = _with_notice(entry[0], dropped_work_notice(activity, said))
-    return [e[0] for e in entries], [e[1] for e in entries]
+        out[e] = _with_notice(out[e], dropped_work_notice(activity, said))  # type: ignore[arg-type]
+    return out, out_origin
 
 
-def _basic(original: Sequence[Message], marks: Sequence[int], *, target: int,
-           trigger: int) -> tuple[list[Message], list[int]] | None:
+def _basic(original: Sequence[Message], marks: Sequence[int], *, target: int, trigger: int,
+           ests: Sequence[int] | None = None) -> tuple[list[Message], list[int]] | None:
     """``runBasicCompaction`` over ``original`` (with their marks): the new messages and
-    their marks, or None when Cline would leave the history as it is."""
+    their marks, or None when Cline would leave the history as it is. ``ests``: each
+    message's `estimate_message`, when the caller keeps them."""
     n = len(original)
     if n < 2:
         return None
+    est = list(map(estimate_message, original)) if ests is None else ests
     total_target = max(1, min(target, trigger))
-    typed_at = [k for k in range(n) if _is_typed(original[k], marks[k])]
+    typed_at = [k for k, (m, mark) in enumerate(zip(original, marks))
+                if isinstance(m, UserInput) and not mark & _SUMMARY]  # _is_typed, inlined
     sanitized: dict[int, UserInput] = {}
     for k in typed_at:
         s = _sanitize_typed(original[k])  # type: ignore[arg-type]
@@ -704,60 +831,56 @@ def _basic(original: Sequence[Message], marks: Sequence[int], *, target: int,
     if not sanitized:
         return None
     latest_typed = typed_at[-1]
-    total = sum(estimate_message(s if k == latest_typed else _without_attachments(s)) for k, s in sanitized.items())
-    frozen = {k for k in range(n) if k not in sanitized and marks[k] & _PRESERVED}
-    total += sum(estimate_message(original[k]) for k in frozen)
+    total = 0
+    for k, s in sanitized.items():
+        if s is original[k] and (k == latest_typed or _text_only(s.text) == s.text and not s.attachments):
+            total += est[k]  # the message itself is weighed
+        else:
+            total += _estimate_chars(_message_chars(s) if k == latest_typed else _without_attachments_chars(s))
+    is_frozen = [bool(mark & _PRESERVED) for mark in marks]
+    for k in sanitized:
+        is_frozen[k] = False
+    total += sum(compress(est, is_frozen))
     # the latest turn: its newest messages within the target, starting at an assistant message
     start, accumulated = n, 0
     for k in range(n - 1, latest_typed, -1):
-        if k in frozen:
+        if is_frozen[k]:
             break
-        cost = estimate_message(original[k])
+        cost = est[k]
         if total + accumulated + cost > total_target:
             break
         accumulated += cost
         start = k
     while start < n and not isinstance(original[start], AssistantMessage):
         start += 1
-    extra = set(range(start, n))
-    total += sum(estimate_message(original[k]) for k in extra)
+    total += sum(est[start:])
     # older turns: each one's final answer when it fits, newest turns first
     finals: set[int] = set()
     for b in range(len(typed_at) - 2, -1, -1):
         for k in range(typed_at[b + 1] - 1, typed_at[b], -1):
-            if k in frozen:
+            if is_frozen[k]:
                 break
             m = original[k]
             if not isinstance(m, AssistantMessage) or m.calls:
                 continue
             if m.text.strip():  # thinking is not message text here: nothing to strip
-                cost = estimate_message(m)
+                cost = est[k]
                 if total + cost <= total_target:
                     finals.add(k)
                     total += cost
             break
-    kept: list[Message] = []
-    origin: list[int] = []
-    for k in range(n):
-        if k in sanitized:
-            kept.append(sanitized[k])
-        elif k in frozen or k in extra or k in finals:
-            kept.append(original[k])
-        else:
-            continue
-        origin.append(k)
+    origin = sorted({*sanitized, *compress(range(n), is_frozen), *finals, *range(start, n)})
+    kept: list[Message] = [sanitized.get(k) or original[k] for k in origin]
+    weights = [est[k] if m is original[k] else estimate_message(m) for k, m in zip(origin, kept)]
     # the safety valve: never trim what was kept on purpose to chase a lower target
     valve = min(max(total_target, total), max(1, trigger))
-    kept, origin, _ = _project(kept, origin, valve)
+    kept, origin, _ = _project(kept, origin, valve, weights)
     merged, merged_origin = _merge(kept, origin, original, marks)
     if len(merged) == n and all(a == b for a, b in zip(merged, original)):
         return None
-    new_marks = []
-    for k, (m, o) in enumerate(zip(merged, merged_origin)):
-        if isinstance(m, UserInput) and not marks[o] & _SUMMARY:
-            new_marks.append(0)  # a typed prompt is processed again at every compaction
-        else:
-            new_marks.append(marks[o] | _PRESERVED)
+    # a typed prompt is processed again at every compaction; the rest is frozen
+    new_marks = [0 if isinstance(m, UserInput) and not marks[o] & _SUMMARY else marks[o] | _PRESERVED
+                 for m, o in zip(merged, merged_origin)]
     return merged, new_marks
 
 
@@ -769,11 +892,13 @@ def _safe_cut(message: Message, mark: int) -> bool:
     return isinstance(message, AssistantMessage) or _is_typed(message, mark)
 
 
-def _cut_index(messages: Sequence[Message], marks: Sequence[int], preserve: int) -> int:
-    """``findCutIndex``: where the verbatim tail starts."""
+def _cut_index(messages: Sequence[Message], marks: Sequence[int], preserve: int,
+               ests: Sequence[int] | None = None) -> int:
+    """``findCutIndex``: where the verbatim tail starts. ``ests``: each message's
+    `estimate_message`, when the caller keeps them."""
     total, candidate = 0, len(messages)
     for k in range(len(messages) - 1, -1, -1):
-        total += estimate_message(messages[k])
+        total += estimate_message(messages[k]) if ests is None else ests[k]
         candidate = k
         if total >= preserve:
             break
@@ -804,27 +929,60 @@ def _merge_unique(base: Iterable[str], more: Iterable[str]) -> list[str]:
 def _file_ops(messages: Sequence[Message], summaries: Mapping[int, "_Summary"]) -> tuple[list[str], list[str]]:
     """``extractFileOps``: files read (attached files and ``read_files``) and modified
     (``editor``, ``apply_patch``); an earlier summary message (in ``summaries``, by identity)
-    brings the lists it was written with."""
-    read: list[str] = []
-    modified: list[str] = []
+    brings the lists it was written with. (``mergeUnique`` after each message is the sorted
+    union of every message's paths, trimmed: each message's are found once, by identity.)"""
+    return _sorted_ops(*_file_op_sets(messages, summaries))
+
+
+def _sorted_ops(read: set[str], modified: set[str]) -> tuple[list[str], list[str]]:
+    read.discard("")
+    modified.discard("")
+    return sorted(read, key=_locale_key), sorted(modified, key=_locale_key)
+
+
+def _file_op_sets(messages: Iterable[Message], summaries: Mapping[int, "_Summary"]) -> tuple[set[str], set[str]]:
+    """`_file_ops` as sets (a union: a list's parts can be found apart and joined)."""
+    read: set[str] = set()
+    modified: set[str] = set()
     for m in messages:
-        earlier = summaries.get(id(m))
+        earlier = summaries.get(id(m)) if summaries else None
         if earlier is not None and earlier.message is m:
-            read = _merge_unique(read, earlier.read)
-            modified = _merge_unique(modified, earlier.modified)
+            read.update(v.strip() for v in earlier.read)
+            modified.update(v.strip() for v in earlier.modified)
             continue
-        if isinstance(m, UserInput):
-            for b in _blocks(m.text):
-                if b[0] == "file":
-                    read = _merge_unique(read, [b[1]])
-        elif isinstance(m, AssistantMessage):
-            for c in m.calls:
-                paths = _collect_paths(c.input)
-                if c.name == "read_files":
-                    read = _merge_unique(read, paths)
-                elif c.name in ("editor", "apply_patch"):
-                    modified = _merge_unique(modified, paths)
+        r, w = _message_file_ops(m)
+        if r:
+            read |= r
+        if w:
+            modified |= w
     return read, modified
+
+
+_FILE_OPS: dict[int, tuple[Message, tuple[frozenset[str], frozenset[str]]]] = {}
+_NOTHING: frozenset[str] = frozenset()
+
+
+def _message_file_ops(message: Message) -> tuple[frozenset[str], frozenset[str]]:
+    """One message's paths read and modified, trimmed, memoized by identity: each compaction
+    reads the whole history before its cut again."""
+    hit = _FILE_OPS.get(id(message))
+    if hit is not None and hit[0] is message:
+        return hit[1]
+    read: set[str] = set()
+    modified: set[str] = set()
+    if isinstance(message, UserInput):
+        read.update(b[1].strip() for b in _parsed(message.text) if b[0] == "file")
+    elif isinstance(message, AssistantMessage):
+        for c in message.calls:
+            if c.name == "read_files":
+                read.update(p.strip() for p in _collect_paths(c.input))
+            elif c.name in ("editor", "apply_patch"):
+                modified.update(p.strip() for p in _collect_paths(c.input))
+    out = (frozenset(read) if read else _NOTHING, frozenset(modified) if modified else _NOTHING)
+    if len(_FILE_OPS) >= _MEMO_MAX:
+        _FILE_OPS.clear()
+    _FILE_OPS[id(message)] = (message, out)
+    return out
 
 
 @dataclass(frozen=True)
@@ -846,7 +1004,7 @@ def _serialize(message: Message) -> str:
     """``serializeMessage``: one message as the summarizer reads it."""
     lines: list[str] = []
     if isinstance(message, UserInput):
-        for b in _blocks(message.text):
+        for b in _parsed(message.text):
             if b[0] == "text":
                 lines.append(f"[User]: {b[1]}")
             else:
@@ -856,7 +1014,7 @@ def _serialize(message: Message) -> str:
         if message.text:
             lines.append(f"[Bot]: {message.text}")
         for c in message.calls:
-            data = c.input if isinstance(c.input, Mapping) else {}
+            data = c.input if _is_mapping(c.input) else {}
             args = ", ".join(f"{key}={_json(value)}" for key, value in data.items())
             lines.append(f"[Bot tool calls]: {c.name}({args})")
     else:
@@ -947,7 +1105,8 @@ class _SDKCompaction:
     def request_target(self, messages: Sequence[Message]) -> float:
         """``resolveAutoRequestTargetTokens``: the request size an automatic compaction aims at."""
         trigger = self.trigger_tokens
-        long = (_pairs(messages) >= 5 and self.max_output is not None and self.max_output < self.max_input)
+        # the model's limits first: counting the exchanges walks the whole history
+        long = (self.max_output is not None and self.max_output < self.max_input and _pairs(messages) >= 5)
         target = math.floor(self.max_input * LONG_CONVERSATION_TARGET_RATIO) if long \
             else math.floor(trigger * TARGET_RATIO)
         return max(1, min(target, self.max_input, max(1, trigger - 1)))
@@ -1035,9 +1194,11 @@ class ClineContext:
         self._marks: list[int] = []
         self._chars: list[int] = []  # JSON length of each message
         self._total_chars = 0
+        self._ests: list[int] = []  # Cline's estimate of each message
+        self._total_est = 0
         self._summary = ""
         self._summaries: dict[int, _Summary] = {}  # the summary message in the history, by identity
-        self._marked: tuple = ([], [], [], 0, "", {})
+        self._marked: tuple = ([], [], [], [], 0, "", {})
         self._turn_input: UserInput | None = None
         self._continues = True
 
@@ -1068,15 +1229,20 @@ class ClineContext:
 
     def _set(self, messages: list[Message], marks: list[int]) -> None:
         self._messages, self._marks = messages, marks
-        self._chars = [_message_chars(m) for m in messages]
+        sizes = _SIZES.get
+        # _message_chars, its memo's hit inlined: a compaction's messages are mostly weighed already
+        self._chars = [hit[1] if (hit := sizes(id(m))) is not None and hit[0] is m else _message_chars(m)
+                       for m in messages]
         self._total_chars = sum(self._chars)
+        self._ests = [max(1, -(-c // CHARS_PER_TOKEN)) for c in self._chars]
+        self._total_est = sum(self._ests)
 
     def begin_turn(self, input: UserInput) -> None:
         if not isinstance(input, UserInput):
             raise TypeError(f"begin_turn takes a UserInput, got {type(input).__name__}")
         # the lists and their length, not copies: appends only extend them, and a compaction
         # replaces them, so the turn's start stays readable in O(1)
-        self._marked = (self._messages, self._marks, self._chars, len(self._messages), self._summary,
+        self._marked = (self._messages, self._marks, self._chars, self._ests, len(self._messages), self._summary,
                         self._summaries)
         self._turn_input = input
         self.append(input)
@@ -1089,13 +1255,16 @@ class ClineContext:
         self._marks.append(0)
         self._chars.append(chars)
         self._total_chars += chars
+        est = _estimate_chars(chars)
+        self._ests.append(est)
+        self._total_est += est
 
     def observe(self, usage: Usage) -> None:
         pass  # Cline's trigger is its own estimate, not the reported usage
 
     def _budget(self, tokens: int) -> tuple[int, int, int]:
         """(the messages' estimate, the message trigger, the request overhead)."""
-        messages = sum(_estimate_chars(c) for c in self._chars)
+        messages = self._total_est
         overhead = max(0, tokens - messages)
         trigger = max(1, math.floor(self.config.trigger_tokens - overhead))
         return messages, trigger, overhead
@@ -1136,20 +1305,22 @@ class ClineContext:
                 strategy = "agentic"
             except _SummarizerFailed:
                 # Cline falls back to the deterministic basic compaction when the summary fails
-                result, fallback = _basic(self._messages, self._marks, target=target, trigger=trigger), True
+                result = _basic(self._messages, self._marks, target=target, trigger=trigger, ests=self._ests)
+                fallback = True
         else:
-            result = _basic(self._messages, self._marks, target=target, trigger=trigger)
+            result = _basic(self._messages, self._marks, target=target, trigger=trigger, ests=self._ests)
         if result is None:
             return False
         messages, marks = result
-        old = {id(m) for m in self._messages}
-        verbatim = sum(id(m) in old for m in messages)
-        kept = {id(m) for m in messages}
-        summaries = {k: v for k, v in self._summaries.items() if k in kept}
+        verbatim = 0
         if written is not None:
-            summaries = {id(written.message): written}
+            old = {id(m) for m in self._messages}
+            verbatim = sum(id(m) in old for m in messages)
+            self._summaries = {id(written.message): written}
             self._summary = written.text
-        self._summaries = summaries
+        elif self._summaries:
+            kept = {id(m) for m in messages}
+            self._summaries = {k: v for k, v in self._summaries.items() if k in kept}
         self._set(messages, marks)
         self._events.emit(ClineCompacted(strategy, tokens, self.config.trigger_tokens, target, before,
                                          len(messages), fallback))
@@ -1165,7 +1336,7 @@ class ClineContext:
         messages, marks = self._messages, self._marks
         if len(messages) < 2:
             return None, None
-        cut = _cut_index(messages, marks, min(config.preserve_recent_tokens, target))
+        cut = _cut_index(messages, marks, min(config.preserve_recent_tokens, target), self._ests)
         if cut <= 0 or cut >= len(messages):
             return None, None
         head = messages[:cut]
@@ -1175,17 +1346,28 @@ class ClineContext:
         fold = head[latest + 1:]
         if not fold:
             return None, None
-        pre_read, pre_modified = _file_ops(head, self._summaries)
+        summaries = self._summaries
+        fold_ops = None  # the fold's file operations, when no summary is among its messages
+        if not any((e := summaries.get(id(m))) is not None and e.message is m for m in fold):
+            fold_ops = _file_op_sets(fold, {})
+            before = _file_op_sets(head[:latest + 1], summaries)
+            pre_read, pre_modified = _sorted_ops(before[0] | fold_ops[0], before[1] | fold_ops[1])
+        else:
+            pre_read, pre_modified = _file_ops(head, summaries)
         # the summarizer is the active model (no separate one is configured): its input
         # limit is the same max input
         overhead = _estimate_chars(_js_len(summary_request("", pre_read, pre_modified, previous)))
         room = config.max_input - overhead
         if room <= 0:
             return None, None
-        projected, _, ok = _project(list(fold), list(range(len(fold))), room)
+        projected, _, ok = _project(list(fold), list(range(len(fold))), room,
+                                    self._ests[latest + 1:cut])
         if not ok:
             return None, None
-        read, modified = _file_ops(projected, {})
+        if fold_ops is not None and len(projected) == len(fold) and all(map(is_, projected, fold)):
+            read, modified = _sorted_ops(set(fold_ops[0]), set(fold_ops[1]))
+        else:
+            read, modified = _file_ops(projected, {})
         conversation = "\n\n".join(_serialize(m) for m in projected).strip()
         request = Rendered(SUMMARY_SYSTEM, (UserInput(summary_request(conversation, read, modified, previous)),))
         try:
@@ -1205,9 +1387,11 @@ class ClineContext:
         self._turn_input = None
 
     def abort_turn(self) -> None:
-        messages, marks, chars, length, self._summary, self._summaries = self._marked
+        messages, marks, chars, ests, length, self._summary, self._summaries = self._marked
         self._messages, self._marks, self._chars = messages[:length], marks[:length], chars[:length]
+        self._ests = ests[:length]
         self._total_chars = sum(self._chars)
+        self._total_est = sum(self._ests)
         self._continues = False
         if self._turn_input is not None:  # an aborted turn keeps its input, as Harpe's contexts do
             self.append(self._turn_input)
@@ -1300,9 +1484,14 @@ _FINAL_FILE = re.compile(r'(<final_file_content path="[^"]*">)[\s\S]*?(</final_f
 _MENTION, _READ, _ALTER = 4, 2, 3  # EditType.FILE_MENTION, READ_FILE_TOOL, ALTER_FILE_TOOL
 
 
-@dataclass
-class _Block:
-    """A text the extension can rewrite: a tool result's content or a user text."""
+def _mentions(text: str) -> tuple[tuple[str, str], ...]:
+    """The ``<file_content>`` mentions in ``text``: (path, whole match) each."""
+    return tuple((m.group(1), m.group(0)) for m in _FILE_MENTION.finditer(text))
+
+
+class _Block(NamedTuple):
+    """A text the extension can rewrite: a tool result's content or a user text. (A tuple of
+    numbers: a truncation's memo keeps one per block, which the garbage collector then skips.)"""
 
     message: int  # index into the transcript
     result: int | None  # index into the results, None for a user text or a reply's text
@@ -1331,6 +1520,9 @@ class LegacyContext:
         self.config = config
         self._transcript: list[Message] = []
         self._groups: list[list[int]] = []  # the provider's messages, as transcript indices
+        self._block_memo: dict[int, tuple[int, tuple[_Block, ...]]] = {}  # group -> (its size then, `_blocks`)
+        self._last_assistant = False  # the last group is replies
+        self._read_memo: dict[int, tuple] = {}  # group -> (its size then, `_reads_in` with nothing replaced)
         self._deleted: int | None = None  # the deleted range is [2, _deleted]
         # group -> (edit type, {block -> [text, ...]}, mention metadata (replaced, all))
         self._updates: dict[int, tuple[int, dict[int, list[str]], tuple[list[str], list[str]] | None]] = {}
@@ -1373,10 +1565,11 @@ class LegacyContext:
 
     def _group(self, k: int) -> None:
         assistant = isinstance(self._transcript[k], AssistantMessage)
-        if self._groups and isinstance(self._transcript[self._groups[-1][0]], AssistantMessage) == assistant:
+        if self._groups and self._last_assistant == assistant:
             self._groups[-1].append(k)
         else:
             self._groups.append([k])
+            self._last_assistant = assistant
 
     def observe(self, usage: Usage) -> None:
         # tokensIn + tokensOut + cacheWrites + cacheReads: Cline's tokensIn leaves the cache
@@ -1385,16 +1578,24 @@ class LegacyContext:
 
     # -- blocks --------------------------------------------------------------------------
 
-    def _blocks(self, g: int) -> list[_Block]:
-        """The text blocks of provider message ``g`` a rewrite can address, in order."""
+    def _blocks(self, g: int) -> Sequence[_Block]:
+        """The text blocks of provider message ``g`` a rewrite can address, in order (read
+        them, never change them: they are kept until the group grows or a turn is aborted,
+        as every truncation reads every provider message after the cut again)."""
+        members = self._groups[g]
+        hit = self._block_memo.get(g)
+        if hit is not None and hit[0] == len(members):
+            return hit[1]
         out: list[_Block] = []
-        for k in self._groups[g]:
+        for k in members:
             m = self._transcript[k]
             if isinstance(m, ToolResults):
                 out.extend(_Block(k, j) for j in range(len(m.results)))
             elif isinstance(m, UserInput):
                 out.append(_Block(k, None))
-        return out
+        blocks = tuple(out)  # of tuples of numbers: the garbage collector stops tracking them
+        self._block_memo[g] = (len(members), blocks)
+        return blocks
 
     def _text(self, block: _Block) -> str:
         m = self._transcript[block.message]
@@ -1413,63 +1614,88 @@ class LegacyContext:
         reads: dict[str, list[tuple]] = {}
         mention_paths: dict[int, list[str]] = {}
         for g in range(start, len(self._groups)):
-            replaced: list[str] = []
             if g in self._updates:
                 kind, blocks, meta = self._updates[g]
                 if kind != _MENTION:
                     continue
+                replaced: list[str] = []
                 if meta is not None:
                     if len(meta[0]) == len(meta[1]):
                         continue  # every file mentioned here is replaced already
                     replaced = meta[0]
-            if isinstance(self._transcript[self._groups[g][0]], AssistantMessage):
-                continue
-            blocks_ = self._blocks(g)
-            if not blocks_:
-                continue
-            first = self._text(blocks_[0])
-            if not first:
-                continue
-            found = False
-            header = _READ_HEADER.match(first)
-            if header:
-                tool, path = header.group(1), header.group(2)
-                index = 0 if len(first) > len(header.group(0)) else 1
-                if tool == "read_file":
-                    # the old format holds the content in the next block, the new one after the header
-                    text = DUPLICATE_FILE_READ_NOTICE if index == 1 \
-                        else header.group(0) + "\n" + DUPLICATE_FILE_READ_NOTICE
-                    reads.setdefault(path, []).append((g, _READ, "", text, index))
-                    found = True
-                elif tool in ("replace_in_file", "write_to_file"):
-                    is_result = blocks_[0].result is not None
-                    text = first if is_result or index == 0 else (
-                        self._text(blocks_[1]) if index == 1 and len(blocks_) > 1 and blocks_[1].result is None
-                        else None)
-                    if text:
-                        if _FINAL_FILE.search(text):
-                            new = _FINAL_FILE.sub(lambda m: f"{m.group(1)} {DUPLICATE_FILE_READ_NOTICE} {m.group(2)}",
-                                                  text, count=1)
-                            reads.setdefault(path, []).append((g, _ALTER, "", new, index))
-                        found = True
-            if not found:
-                for index in (0, 1, 2):
-                    if index >= len(blocks_):
-                        break
-                    text = self._text(blocks_[index])
-                    matches = list(_FILE_MENTION.finditer(text)) if text else []
-                    if not matches:
-                        continue
-                    paths = []
-                    for m in matches:
-                        path = m.group(1)
-                        paths.append(path)
-                        if path not in replaced:
-                            new = f'<file_content path="{path}">{DUPLICATE_FILE_READ_NOTICE}</file_content>'
-                            reads.setdefault(path, []).append((g, _MENTION, m.group(0), new, index))
-                    mention_paths[g] = paths
-                    break
+                found, paths = self._reads_in(g, replaced)
+            else:
+                # a provider message no rewrite touched reads the same until it grows: every
+                # truncation scans every message after the cut again
+                size = len(self._groups[g])
+                hit = self._read_memo.get(g)
+                if hit is not None and hit[0] == size:
+                    found, paths = hit[1], hit[2]
+                else:
+                    found, paths = self._reads_in(g, [])
+                    # tuples of strings and numbers, which the garbage collector stops tracking
+                    found, paths = tuple(found), None if paths is None else tuple(paths)
+                    self._read_memo[g] = (size, found, paths)
+            for path, read in found:
+                reads.setdefault(path, []).append(read)
+            if paths is not None:
+                mention_paths[g] = list(paths)
         return reads, mention_paths
+
+    def _reads_in(self, g: int, replaced: list[str]) -> tuple[list[tuple[str, tuple]], list[str] | None]:
+        """The file reads provider message ``g`` holds, in order (path, what `_duplicates`
+        lists for it), and the paths it mentions (None when it mentions none); ``replaced``:
+        the mentions replaced already."""
+        out: list[tuple[str, tuple]] = []
+        mention_paths: list[str] | None = None
+        # one provider message of getPossibleDuplicateFileReads' loop
+        if isinstance(self._transcript[self._groups[g][0]], AssistantMessage):
+            return out, None
+        blocks_ = self._blocks(g)
+        if not blocks_:
+            return out, None
+        first = self._text(blocks_[0])
+        if not first:
+            return out, None
+        found = False
+        header = _READ_HEADER.match(first)
+        if header:
+            tool, path = header.group(1), header.group(2)
+            index = 0 if len(first) > len(header.group(0)) else 1
+            if tool == "read_file":
+                # the old format holds the content in the next block, the new one after the header
+                text = DUPLICATE_FILE_READ_NOTICE if index == 1 \
+                    else header.group(0) + "\n" + DUPLICATE_FILE_READ_NOTICE
+                out.append((path, (g, _READ, "", text, index)))
+                found = True
+            elif tool in ("replace_in_file", "write_to_file"):
+                is_result = blocks_[0].result is not None
+                text = first if is_result or index == 0 else (
+                    self._text(blocks_[1]) if index == 1 and len(blocks_) > 1 and blocks_[1].result is None
+                    else None)
+                if text:
+                    if _FINAL_FILE.search(text):
+                        new = _FINAL_FILE.sub(lambda m: f"{m.group(1)} {DUPLICATE_FILE_READ_NOTICE} {m.group(2)}",
+                                              text, count=1)
+                        out.append((path, (g, _ALTER, "", new, index)))
+                    found = True
+        if not found:
+            for index in (0, 1, 2):
+                if index >= len(blocks_):
+                    break
+                text = self._text(blocks_[index])
+                matches = _mentions(text) if text else ()
+                if not matches:
+                    continue
+                paths = []
+                for path, whole in matches:
+                    paths.append(path)
+                    if path not in replaced:
+                        new = f'<file_content path="{path}">{DUPLICATE_FILE_READ_NOTICE}</file_content>'
+                        out.append((path, (g, _MENTION, whole, new, index)))
+                mention_paths = paths
+                break
+        return out, mention_paths
 
     def _optimize(self, start: int) -> tuple[bool, set[int]]:
         """``applyFileReadContextHistoryUpdates``: every read of a file but its latest
@@ -1580,7 +1806,8 @@ class LegacyContext:
         if self._deleted is None:
             return False
         cut = self._deleted + 1
-        return cut < len(self._groups) and any(k >= self._rendered_to for k in self._groups[cut])
+        # a group's members are in transcript order: its last is its newest
+        return cut < len(self._groups) and self._groups[cut][-1] >= self._rendered_to
 
     def _next_range(self, keep: str) -> int:
         """``getNextTruncationRange``: the new inclusive end of the deleted range."""
@@ -1618,7 +1845,7 @@ class LegacyContext:
                 if isinstance(m, ToolResults):
                     if g == cut:
                         continue  # the results of deleted calls are dropped with them
-                    if any((k, j) in texts for j in range(len(m.results))):
+                    if texts and any((k, j) in texts for j in range(len(m.results))):
                         m = ToolResults(tuple(ToolResult(r.id, texts.get((k, j), r.content), r.attachments, r.success)
                                               for j, r in enumerate(m.results)), m.pinned)
                 elif isinstance(m, UserInput) and (k, None) in texts:
@@ -1636,6 +1863,8 @@ class LegacyContext:
         self._reported = self._observed
         self._transcript = transcript[:length]
         self._groups = []
+        self._block_memo = {}
+        self._read_memo = {}
         for k in range(len(self._transcript)):
             self._group(k)
         self._dirty = True
