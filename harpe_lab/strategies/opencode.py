@@ -59,6 +59,7 @@ from typing import Callable, Iterable, Sequence
 from ..errors import StrategyError
 from ..messages import AssistantMessage, Message, Rendered, ToolResult, ToolResults, Usage, UserInput, deferred
 from ..protocol import Compaction, ContextCompacted, Distill, EventHub, Limit, MeteredDistill
+from ._lifecycle import TurnLifecycle
 from .harpe import distill_request
 from ._validate import check_int
 
@@ -230,7 +231,7 @@ class SessionCompaction:
         return SessionCompactionContext(base_system, self, distill=distill, on_event=on_event)
 
 
-class SessionCompactionContext:
+class SessionCompactionContext(TurnLifecycle):
     """OpenCode's compaction and pruning in Harpe's lifecycle.
 
     Every request sends the transcript: the history as ``filterCompacted`` shows it (after a
@@ -245,23 +246,19 @@ class SessionCompactionContext:
 
     def __init__(self, base_system: str, config: SessionCompaction, *, distill: Distill,
                  on_event: Callable[[object], None] | None = None) -> None:
-        if not isinstance(base_system, str):
-            raise StrategyError(f"base_system must be a str, got {type(base_system).__name__}")
+        super().__init__(base_system)
         if not isinstance(config, SessionCompaction):
             raise StrategyError(f"config must be a SessionCompaction, got {config!r}")
         self._events = EventHub(on_event)
         self._distill = MeteredDistill(distill, self._events)
-        self.base_system = base_system
         self.config = config
-        self._transcript: list[Message] = []
         self._names: dict[str, str] = {}
         self._reported: int | None = None  # the last finished reply's tokens (None: a summary's)
-        self._request: UserInput | None = None  # the current compaction request and summary, hidden
+        self._asked: UserInput | None = None  # the current compaction request and summary, hidden
         self._summary_message: AssistantMessage | None = None  # from the next summarizer
         self._summary = ""
-        self._edits: set[int] | None = set()
-        self._marked: tuple = ([], 0, None, None, None, "")
-        self._turn_input: UserInput | None = None
+        self._pruned: set[int] = set()  # the messages a prune replaced since the last request
+        self._marked_state: tuple = (None, None, None, "")
         self._answered = False  # a turn was answered since the last prune
 
     @property
@@ -279,45 +276,40 @@ class SessionCompactionContext:
         """The distiller this context calls."""
         return self._distill.distill
 
-    @property
-    def transcript(self) -> tuple[Message, ...]:
-        """What the next request carries (a copy)."""
-        return tuple(self._transcript)
-
     def subscribe(self, sink: Callable[[object], None]) -> None:
         """Also report every event to ``sink``."""
         self._events.subscribe(sink)
 
-    def begin_turn(self, input: UserInput) -> None:
-        if not isinstance(input, UserInput):
-            raise TypeError(f"begin_turn takes a UserInput, got {type(input).__name__}")
+    def _mark_turn(self) -> None:
         if self._answered and self.config.prune:
             # the last prompt loop ended with an answer: OpenCode pruned then. Done now, so
-            # that it is reported with the request that first carries it; an abort of this
-            # turn does not undo it
+            # that it is reported with the request that first carries it, and before the
+            # turn is marked, so that an abort of this turn does not undo it
             self._prune()
         self._answered = False
-        self._marked = (self._transcript, len(self._transcript), self._reported, self._request,
-                        self._summary_message, self._summary)
-        self._turn_input = input
-        self.append(input)
+        self._marked_state = (self._reported, self._asked, self._summary_message, self._summary)
 
-    def append(self, message: Message) -> None:
-        if not isinstance(message, (UserInput, AssistantMessage, ToolResults)):
-            raise TypeError(f"append takes a harpe_lab message, got {type(message).__name__}")
+    def _added(self, message: Message) -> None:
         if isinstance(message, AssistantMessage):
             self._names.update((c.id, c.name) for c in message.calls)
-        self._transcript.append(message)
+
+    def _restored(self) -> None:
+        self._reported, self._asked, self._summary_message, self._summary = self._marked_state
 
     def observe(self, usage: Usage) -> None:
         self._reported = usage.input_tokens + usage.output_tokens
 
+    def commit_turn(self) -> None:
+        super().commit_turn()
+        self._answered = True  # the prompt loop ended: OpenCode prunes (at the next turn's start, here)
+
     def compact(self) -> Compaction:
         count = self._reported
         compacted = count is not None and count >= self.config.usable and self._compact(count)
-        edits = None if self._edits is None else tuple(sorted(self._edits))
-        self._edits = set()
-        return Compaction(deferred(self.base_system, self._transcript), compacted or edits is None or bool(edits), edits)
+        pruned, self._pruned = tuple(sorted(self._pruned)), set()
+        # a compaction or an abort replaced the list; a prune changed it in place
+        edits = None if compacted or self._aborted else pruned
+        return self._send(deferred(self._base_system, self._transcript), edits is None or bool(edits), edits)
 
     def _tail_start(self, history: Sequence[Message]) -> int:
         """``select``: where the kept tail starts in ``history`` (0: no tail, all summarized)."""
@@ -355,7 +347,7 @@ class SessionCompactionContext:
         return keep
 
     def _compact(self, count: int) -> bool:
-        hidden = (self._request, self._summary_message)
+        hidden = (self._asked, self._summary_message)
         history = [m for m in self._transcript if not any(m is h for h in hidden if h is not None)]
         if not history:
             return False
@@ -376,10 +368,9 @@ class SessionCompactionContext:
             return False
         if not isinstance(text, str):
             raise StrategyError(f"distill must return a str or None, got {type(text).__name__}")
-        self._request, self._summary_message = UserInput(COMPACTION_REQUEST), AssistantMessage(text)
+        self._asked, self._summary_message = UserInput(COMPACTION_REQUEST), AssistantMessage(text)
         self._summary = text
-        self._transcript = [self._request, self._summary_message, *tail, UserInput(CONTINUE_TEXT)]
-        self._edits = None
+        self._transcript = [self._asked, self._summary_message, *tail, UserInput(CONTINUE_TEXT)]
         self._reported = None  # the summary is the last finished message: it never triggers one
         self._events.emit(Overflowed(count, self.config.usable, len(tail)))
         self._events.emit(ContextCompacted(len(head)))
@@ -428,22 +419,8 @@ class SessionCompactionContext:
             t[i] = ToolResults(tuple(ToolResult(r.id, CLEARED, (), r.success) if j in js else r
                                      for j, r in enumerate(m.results)), m.pinned)  # type: ignore[union-attr]
         self._transcript = t
-        if self._edits is not None:
-            self._edits.update(by_message)
+        self._pruned.update(by_message)
         self._events.emit(Pruned(len(chosen), freed))
-
-    def commit_turn(self) -> None:
-        self._turn_input = None
-        self._answered = True  # the prompt loop ended: OpenCode prunes (at the next turn's start, here)
-
-    def abort_turn(self) -> None:
-        (transcript, length, self._reported, self._request, self._summary_message,
-         self._summary) = self._marked
-        self._transcript = transcript[:length]
-        self._edits = None
-        if self._turn_input is not None:  # an aborted turn keeps its input, as Harpe's contexts do
-            self._transcript.append(self._turn_input)
-        self._turn_input = None
 
     def __repr__(self) -> str:
         return f"SessionCompactionContext(usable={self.config.usable:,}, {len(self._transcript)} messages)"
