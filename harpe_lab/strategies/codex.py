@@ -66,7 +66,9 @@ from __future__ import annotations
 
 import json
 import math
+from bisect import bisect_right
 from dataclasses import dataclass
+from itertools import accumulate, islice
 from typing import Callable, Literal, Sequence
 
 from ..errors import StrategyError
@@ -204,9 +206,13 @@ def kept_user_messages(texts: Sequence[str], budget: int = USER_MESSAGE_TOKENS) 
     return [text for _, text in _select(texts, budget)]
 
 
+# serde_json writes compact JSON and leaves non-ASCII as it is; `json.dumps` with these options
+# builds this very encoder at every call
+_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
 def _json_tokens(item: dict) -> int:
-    # serde_json writes compact JSON and leaves non-ASCII as it is
-    return approx_tokens(json.dumps(item, ensure_ascii=False, separators=(",", ":")))
+    return approx_tokens(_JSON.encode(item))
 
 
 def _estimate(message: UserInput | ToolResults) -> int:
@@ -219,6 +225,127 @@ def _estimate(message: UserInput | ToolResults) -> int:
     images = sum(1 for a in message.attachments if a.mime.startswith("image/"))
     item = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": message.text}]}
     return _json_tokens(item) + -(-images * _IMAGE_BYTES // _BYTES_PER_TOKEN)
+
+
+# `distill_request` is its lead, one piece of text per message, and this tail: the pieces are
+# cut out of it (not written again here) so the request stays Harpe's to the character
+_TAIL = "\nReply with the updated summary."
+_LEAD = distill_request((), "")[: -len(_TAIL)]
+
+
+def _lead(summary: str) -> str:
+    return distill_request((), summary)[: -len(_TAIL)]
+
+
+def _part(message: Message) -> str:
+    """What `distill_request` writes for ``message``."""
+    return distill_request((message,), "")[len(_LEAD) : -len(_TAIL)]
+
+
+class _Folded:
+    """What a compaction reads of the transcript's first `synced` messages, taken in a message
+    at a time: below ``user_tokens`` Codex compacts at every check, and walking the whole
+    history each time made a replay quadratic.
+
+    `parts`: each message's piece of the distill request ("" for a summary message, which
+    `distill_request` is not given); `users`: the real user messages, with the running sums,
+    one longer and from any base, of their approximate tokens (`tokens`, what `_select` walks)
+    and of their estimates (`estimates`); `user_parts`: their pieces; `summaries`: how many
+    summary messages; `attached`: where in `users` a message has attachments (a compaction
+    replaces it); `ids`: the users' ids, and `dup` when one object is there twice (the messages
+    a compaction drops are then counted the slow way, as the walk counted them).
+
+    The lists only grow; a compaction starts a new `_Folded`. So a mark is this object and its
+    lengths, and an abort cuts the lists back to them.
+    """
+
+    __slots__ = ("parts", "users", "tokens", "estimates", "user_parts", "summaries", "attached", "ids", "dup",
+                 "synced")
+
+    def __init__(self, users: list[UserInput], tokens: list[int], estimates: list[int], user_parts: list[str],
+                 ids: set[int], dup: bool, summary: bool) -> None:
+        """``users`` (none with attachments), then one summary message if ``summary``."""
+        self.users, self.tokens, self.estimates, self.user_parts = users, tokens, estimates, user_parts
+        self.summaries = int(summary)
+        self.parts = [*user_parts, ""] if summary else [*user_parts]
+        self.attached: list[int] = []
+        self.ids, self.dup = ids, dup
+        self.synced = len(self.parts)
+
+    @classmethod
+    def empty(cls) -> "_Folded":
+        return cls([], [0], [0], [], set(), False, False)
+
+    def sync(self, transcript: Sequence[Message], end: int, estimate: Callable[[Message], int]) -> None:
+        """Take in ``transcript[synced:end]``."""
+        parts, users, ids = self.parts, self.users, self.ids
+        for m in islice(transcript, self.synced, end):
+            if isinstance(m, UserInput):
+                if is_summary_message(m.text):
+                    self.summaries += 1
+                    parts.append("")
+                    continue
+                part = _part(m)
+                parts.append(part)
+                self.user_parts.append(part)
+                if m.attachments:
+                    self.attached.append(len(users))
+                users.append(m)
+                self.tokens.append(self.tokens[-1] + approx_tokens(m.text))
+                self.estimates.append(self.estimates[-1] + estimate(m))
+                key = id(m)
+                self.dup = self.dup or key in ids
+                ids.add(key)
+            else:
+                parts.append(_part(m))
+        self.synced = end
+
+    def mark(self) -> tuple:
+        return (self, len(self.parts), len(self.users), self.summaries, len(self.attached), self.synced)
+
+    @staticmethod
+    def restore(mark: tuple) -> "_Folded":
+        folded, parts, users, summaries, attached, synced = mark
+        del folded.parts[parts:], folded.users[users:], folded.user_parts[users:]
+        del folded.tokens[users + 1:], folded.estimates[users + 1:], folded.attached[attached:]
+        folded.summaries, folded.synced = summaries, synced
+        folded.ids = set(map(id, folded.users))  # a compaction since the mark took it over
+        folded.dup = len(folded.ids) < len(folded.users)
+        return folded
+
+    def keep(self, budget: int, estimate: Callable[[Message], int]) -> tuple["_Folded", int]:
+        """What a compaction keeps of `users` within ``budget`` (`_select`'s walk, found by
+        bisection on the running sums): a `_Folded` of the kept messages and the summary
+        message after them, and how many kept messages are originals."""
+        users, tokens = self.users, self.tokens
+        # the walk keeps the newest while they fit, and either stops where their sum reaches
+        # the budget exactly (a message of 0 tokens before it is not kept) or cuts the one
+        # that crosses it
+        target = tokens[-1] - budget
+        j = bisect_right(tokens, target) - 1
+        cut = j >= 0 and tokens[j] != target  # users[j] crosses it: cut, and the rest kept whole
+        lo = max(j, 0)  # the first one kept, cut or whole
+        kept, sums, costs, parts = users[lo:], tokens[lo:], self.estimates[lo:], self.user_parts[lo:]
+        ids = self.ids  # taken over, so an abort back to before this rebuilds it
+        if not self.dup:
+            ids.difference_update(map(id, islice(users, lo + cut)))
+        # Codex keeps a user message's text only: its images go with the rest
+        replaced = [k - lo for k in self.attached if k >= lo + cut]
+        for k in replaced:
+            ids.discard(id(kept[k]))
+            kept[k] = UserInput(kept[k].text)
+            ids.add(id(kept[k]))
+        if replaced:
+            costs = list(accumulate(map(estimate, kept), initial=costs[0]))
+        if cut:  # what is left of the budget, in the cut one's place
+            m = kept[0] = UserInput(truncate_middle(users[j].text, budget - (tokens[-1] - tokens[j + 1])))
+            sums[0] = sums[1] - approx_tokens(m.text)
+            costs[0] = costs[1] - estimate(m)
+            parts[0] = _part(m)
+            ids.add(id(m))
+        if self.dup:
+            ids = set(map(id, kept))
+        return _Folded(kept, sums, costs, parts, ids, len(ids) < len(kept), True), len(kept) - cut - len(replaced)
 
 
 @dataclass(frozen=True)
@@ -308,11 +435,15 @@ class CompactContext:
         self._pending: UserInput | None = None  # a turn's input, until its first check
         self._summary = ""
         self._fresh = False  # nothing appended since the last compaction
-        self._marked: tuple = ([], 0, None, 0, 0, 0, "", False)
+        self._folded = _Folded.empty()  # what the next compaction reads, synced when it runs
+        # the last summary, its distill request lead and its message's estimate: a distiller
+        # often writes the same summary again
+        self._written: tuple[str | None, str, int] = (None, "", 0)
+        self._marked: tuple = ([], 0, None, 0, 0, 0, "", False, self._folded.mark())
         self._turn_input: UserInput | None = None
         self._continues = True  # the list only grew since the last request (no abort)
-        # id(message) -> (message, `_estimate`): the user messages a compaction keeps are
-        # estimated again for the count that follows it, each compaction
+        # id(message) -> (message, `_estimate`): a user message is estimated as it joins the
+        # count, and again as `_Folded` takes it in
         self._estimates: dict[int, tuple[Message, int]] = {}
 
     def _estimate(self, message: UserInput | ToolResults) -> int:
@@ -359,7 +490,7 @@ class CompactContext:
         # the list and its length, not a copy: appends only extend it, and a compaction
         # replaces it with a new list, so the turn's start stays readable in O(1)
         self._marked = (self._transcript, len(self._transcript), self._reported, self._since, self._replies,
-                        self._assistants, self._summary, self._fresh)
+                        self._assistants, self._summary, self._fresh, self._folded.mark())
         self._turn_input = input
         self._transcript.append(input)
         self._fresh = False
@@ -405,24 +536,23 @@ class CompactContext:
 
     def _compact(self, count: int, phase: Literal["pre_turn", "mid_turn"]) -> bool:
         pending = self._pending
-        history = self._transcript[:-1] if pending is not None else self._transcript
-        if not history:
+        end = len(self._transcript) - (pending is not None)  # the history: all but a turn's new input
+        if not end:
             return False  # a first turn's input alone: nothing to compact
-        earlier = [m for m in history if isinstance(m, UserInput) and is_summary_message(m.text)]
-        folded = [m for m in history if not (isinstance(m, UserInput) and is_summary_message(m.text))]
-        request = Rendered(COMPACT_PROMPT, (UserInput(distill_request(folded, self._summary if earlier else "")),))
+        folded = self._folded
+        folded.sync(self._transcript, end, self._estimate)
+        # the history but its summary messages, with the last summary when it held one
+        lead = self._written_for(self._summary)[0] if folded.summaries and self._summary else _LEAD
+        request = Rendered(COMPACT_PROMPT, (UserInput("".join([lead, *folded.parts, _TAIL])),))
         text = self._distill(request)
         if text is None:
             return False
         if not isinstance(text, str):
             raise StrategyError(f"distill must return a str or None, got {type(text).__name__}")
-        users = [m for m in folded if isinstance(m, UserInput)]
-        kept: list[Message] = []
-        for k, kept_text in _select([m.text for m in users], self.config.user_tokens):
-            original = users[k]
-            # Codex keeps a user message's text only: its images go with the rest
-            whole = kept_text is original.text and not original.attachments
-            kept.append(original if whole else UserInput(kept_text))
+        # one object twice in the history: where it is kept, it is kept at every place it stands
+        history = self._transcript[:end] if folded.dup else None
+        self._folded, originals = folded.keep(self.config.user_tokens, self._estimate)
+        kept = self._folded.users
         self._summary = text
         transcript = [*kept, UserInput(summary_message(text))]
         if pending is not None:
@@ -432,11 +562,24 @@ class CompactContext:
         # no usage is known for the new history until the next reply: Codex's count is then
         # its byte estimate, and it holds no reply whose reasoning would count
         self._reported, self._replies, self._assistants = None, 0, 0
-        self._since = sum(map(self._estimate, kept)) + _estimate(transcript[len(kept)])
-        kept_ids = {id(m) for m in kept}
+        self._since = (self._folded.estimates[-1] - self._folded.estimates[0]
+                       + self._written_for(text, transcript[len(kept)])[1])
+        if history is None:
+            dropped = end - originals
+        else:
+            kept_ids = set(map(id, kept))
+            dropped = sum(id(m) not in kept_ids for m in history)
         self._events.emit(Compacted(count, self.config.limit, phase))
-        self._events.emit(ContextCompacted(sum(id(m) not in kept_ids for m in history)))
+        self._events.emit(ContextCompacted(dropped))
         return True
+
+    def _written_for(self, summary: str, message: UserInput | None = None) -> tuple[str, int]:
+        """`_lead` of ``summary`` and `_estimate` of its summary ``message``, kept for the last one."""
+        known, lead, cost = self._written
+        if summary != known:
+            lead, cost = _lead(summary), _estimate(message or UserInput(summary_message(summary)))
+            self._written = (summary, lead, cost)
+        return lead, cost
 
     def commit_turn(self) -> None:
         self._settle()
@@ -444,8 +587,9 @@ class CompactContext:
 
     def abort_turn(self) -> None:
         (transcript, length, self._reported, self._since, self._replies, self._assistants, self._summary,
-         self._fresh) = self._marked
+         self._fresh, folded) = self._marked
         self._transcript = transcript[:length]
+        self._folded = _Folded.restore(folded)
         self._pending = None
         self._continues = False
         if self._turn_input is not None:  # an aborted turn keeps its input, as Harpe's contexts do
