@@ -211,14 +211,23 @@ class ContextManagementContext:
         self._pair_distill = self._distill if pair_distill is None else MeteredDistill(pair_distill, self._events)
         self.base_system = base_system
         self.config = config
+        # the configuration's derived numbers, read at every request: computed once
+        self._over = _tokens_at(config.threshold, config.window)
+        self._cutoff = config.cutoff_calls
+        self._batch = config.batch_size
+        self._pairs = config.tool_pairs
         self._transcript: list[Message] = []
         self._reported: int | None = None  # the last call's input + output (None: none since a compaction)
         self._calls = 0  # tool calls in the transcript
+        self._call_ids: set[str] = set()  # every call id appended, to know whether one came twice
+        self._unique = True  # no call id came twice: a call is found by its id from the transcript's start
         self._turn_calls = 0  # of them, the current turn's (protect_last_n)
         self._planned: list[str] = []  # call ids to summarize when the current request is answered
         self._summary = ""
         self._starting = False  # the turn's input was added and nothing since: the compaction check
-        self._edits: set[int] | None = set()
+        # the transcript was replaced since the last request (not only appended to): the
+        # engine must compare it; Goose never puts a stand-in in place, so edits are () or None
+        self._replaced = False
         self._marked: tuple = ([], 0, None, 0, "")
         self._turn_input: UserInput | None = None
 
@@ -258,19 +267,28 @@ class ContextManagementContext:
         # answer, before this input (made now, so that they are reported with the request
         # that first carries them; they belong to the turn before, which an abort of this one
         # does not undo)
-        self._summarize_pairs()
+        if self._planned:
+            self._summarize_pairs()
         self._marked = (self._transcript, len(self._transcript), self._reported, self._calls, self._summary)
         self._turn_input = input
         self._turn_calls = 0
-        self.append(input)
+        self._transcript.append(input)
         self._starting = True
 
     def append(self, message: Message) -> None:
-        if not isinstance(message, (UserInput, AssistantMessage, ToolResults)):
-            raise TypeError(f"append takes a harpe_lab message, got {type(message).__name__}")
         if isinstance(message, AssistantMessage):
-            self._calls += len(message.calls)
-            self._turn_calls += len(message.calls)
+            calls = len(message.calls)
+            if calls:
+                self._calls += calls
+                self._turn_calls += calls
+                if self._unique:
+                    ids = self._call_ids
+                    known = len(ids)
+                    for call in message.calls:
+                        ids.add(call.id)
+                    self._unique = len(ids) == known + calls
+        elif not isinstance(message, (UserInput, ToolResults)):
+            raise TypeError(f"append takes a harpe_lab message, got {type(message).__name__}")
         self._transcript.append(message)
         self._starting = False
 
@@ -280,16 +298,21 @@ class ContextManagementContext:
     def compact(self) -> Compaction:
         if self._starting:
             count = self._reported
-            compacted = (count is not None and count > _tokens_at(self.config.threshold, self.config.window)
-                         and self._compact(count))
+            if count is not None and count > self._over:
+                self._compact(count)
             self._starting = False
-        else:
-            compacted = self._summarize_pairs()
-        if self.config.tool_pairs:
-            self._plan()
-        edits = None if self._edits is None else tuple(sorted(self._edits))
-        self._edits = set()
-        return Compaction(deferred(self.base_system, self._transcript), compacted or edits is None or bool(edits), edits)
+        elif self._planned:
+            self._summarize_pairs()
+        if self._pairs:
+            calls, cutoff = self._calls, self._cutoff
+            if calls > cutoff and calls - self._turn_calls > cutoff:
+                self._plan()
+            elif self._planned:
+                self._planned = []
+        # a compaction or a summary replaces the transcript: whether one happened is whether
+        # it was replaced
+        replaced, self._replaced = self._replaced, False
+        return Compaction(deferred(self.base_system, self._transcript), replaced, None if replaced else ())
 
     def _compact(self, count: int) -> bool:
         t = self._transcript
@@ -308,7 +331,7 @@ class ContextManagementContext:
             # Goose re-adds its text only; the same message when that is all it holds
             transcript.append(kept if not kept.attachments else UserInput(kept.text))  # type: ignore[union-attr]
         self._transcript = transcript
-        self._edits = None
+        self._replaced = True
         self._summary = text
         self._reported = None
         self._calls = self._turn_calls = 0
@@ -319,13 +342,13 @@ class ContextManagementContext:
 
     def _plan(self) -> None:
         """``tool_ids_to_summarize`` on what this request sends: the oldest calls past the cutoff."""
-        c = self.config
         eligible = self._calls - self._turn_calls
-        cutoff = c.cutoff_calls
+        cutoff = self._cutoff
         if self._calls <= cutoff or eligible <= cutoff:
-            self._planned = []
+            if self._planned:
+                self._planned = []
             return
-        wanted = min(eligible - cutoff, c.batch_size)
+        wanted = min(eligible - cutoff, self._batch)
         ids: list[str] = []
         for m in self._transcript:
             if isinstance(m, AssistantMessage):
@@ -341,7 +364,7 @@ class ContextManagementContext:
         if not planned:
             return False
         t = self._transcript
-        where = {call.id: k for k, m in enumerate(t) if isinstance(m, AssistantMessage) for call in m.calls}
+        where = self._where(t, planned)
         lines: list[UserInput] = []
         hidden: set[int] = set()
         for call_id in planned:
@@ -349,7 +372,11 @@ class ContextManagementContext:
             if k is None or k + 1 >= len(t) or not isinstance(t[k + 1], ToolResults):
                 continue
             reply, results = t[k], t[k + 1]
-            pair = [reply, ToolResults(tuple(r for r in results.results if r.id == call_id))]  # type: ignore[union-attr]
+            answers = results.results  # type: ignore[union-attr]
+            # the results of this call alone (all of them, as they are, when it is the only call)
+            only = results if len(answers) == 1 and answers[0].id == call_id else ToolResults(
+                tuple(r for r in answers if r.id == call_id))
+            pair = [reply, only]
             text = self._pair_distill(Rendered(PAIR_SYSTEM, (UserInput(distill_request(pair, "")),)))
             if text is None:
                 continue  # Goose logs the failure; that pair stays
@@ -361,10 +388,26 @@ class ContextManagementContext:
             return False
         self._calls -= sum(len(t[k].calls) for k in hidden if isinstance(t[k], AssistantMessage))  # type: ignore[union-attr]
         self._transcript = [m for k, m in enumerate(t) if k not in hidden] + lines
-        self._edits = None
+        self._replaced = True
         self._events.emit(ToolPairsSummarized(len(lines), len(hidden)))
         self._events.emit(ContextCompacted(len(hidden)))
         return True
+
+    def _where(self, t: list[Message], planned: list[str]) -> dict[str, int]:
+        """Where in ``t`` each call of ``planned`` was made: its last place, or, with no call
+        id ever repeated, its only one, found from the start (the planned calls are the oldest)."""
+        if not self._unique:
+            return {call.id: k for k, m in enumerate(t) if isinstance(m, AssistantMessage) for call in m.calls}
+        wanted = set(planned)
+        where: dict[str, int] = {}
+        for k, m in enumerate(t):
+            if isinstance(m, AssistantMessage):
+                for call in m.calls:
+                    if call.id in wanted:
+                        where[call.id] = k
+                if len(where) == len(wanted):
+                    break
+        return where
 
     def commit_turn(self) -> None:
         self._turn_input = None
@@ -373,7 +416,7 @@ class ContextManagementContext:
         transcript, length, self._reported, self._calls, self._summary = self._marked
         self._transcript = transcript[:length]
         self._planned = []  # the cancelled loop aborts its summarization task
-        self._edits = None
+        self._replaced = True
         self._turn_calls = 0
         self._starting = False
         if self._turn_input is not None:  # an aborted turn keeps its input, as Harpe's contexts do

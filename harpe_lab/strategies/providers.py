@@ -152,6 +152,7 @@ class ToolRunnerCompactionContext:
         self._distill = MeteredDistill(distill, self._events)
         self.base_system = base_system
         self.config = config
+        self._threshold = config.threshold  # read at every request
         self._transcript: list[Message] = []
         self._reported: int | None = None  # the last response's usage (None: none since a compaction)
         self._summary = ""
@@ -188,7 +189,7 @@ class ToolRunnerCompactionContext:
             raise TypeError(f"begin_turn takes a UserInput, got {type(input).__name__}")
         self._marked = (self._transcript, len(self._transcript), self._reported, self._summary)
         self._turn_input = input
-        self.append(input)
+        self._transcript.append(input)
 
     def append(self, message: Message) -> None:
         if not isinstance(message, (UserInput, AssistantMessage, ToolResults)):
@@ -200,7 +201,7 @@ class ToolRunnerCompactionContext:
 
     def compact(self) -> Compaction:
         count = self._reported
-        if count is not None and count >= self.config.threshold:
+        if count is not None and count >= self._threshold:
             self._compact(count)
         changed, self._changed = self._changed, False
         return Compaction(deferred(self.base_system, self._transcript), changed, None if changed else ())
@@ -295,6 +296,7 @@ class RetentionRatioContext:
         self.counter = counter
         self.tools = tuple(tools)
         self._fixed = int(counter.count_rendered(Rendered(base_system, ()), self.tools))
+        self._over = config.limit  # read at every request
         self._window: list[Message] = []
         self._prices: list[int] = []  # the window's messages' tokens
         self._tokens = 0
@@ -341,8 +343,7 @@ class RetentionRatioContext:
         pass
 
     def compact(self) -> Compaction:
-        c = self.config
-        if self._tokens > c.limit:
+        if self._tokens > self._over:
             self._truncate()
         changed, self._changed = self._changed, False
         return Compaction(deferred(self.base_system, self._window), changed, None if changed else ())

@@ -147,10 +147,16 @@ def folded_files(files: Sequence[tuple[str, str]], max_chars: int = FOLDED_CHARS
     """``generateFoldedFileContext`` over ``(path, content)`` pairs, most recently read first:
     one ``<system-reminder>`` per file with an outline, up to ``max_chars`` in all (the file
     that crosses it cut to fit when at least 200 characters are left)."""
+    return _folded(files, max_chars, lambda _path, content: outline(content))
+
+
+def _folded(files: Iterable[tuple[str, str]], max_chars: int, outline_of: Callable[[str, str], str]) -> list[str]:
+    # `folded_files` with each outline drawn by `outline_of(path, content)`: a context
+    # memoizes them, since every condense folds every file read so far
     sections: list[str] = []
     used = 0
     for path, content in files:
-        definitions = outline(content)
+        definitions = outline_of(path, content)
         if not definitions:
             continue  # tree-sitter finds nothing to fold: the file is skipped
         section = f"<system-reminder>\n## File Context: {path}\n{definitions}\n</system-reminder>"
@@ -266,6 +272,11 @@ class CondenseContext:
         self.config = config
         self.counter = counter
         self.tools = tuple(tools)
+        # the configuration's numbers, read at every request: taken once
+        self._allowed = config.allowed
+        self._window, self._percent, self._condenses = config.window, config.percent, config.condense
+        self._read_tools = config.read_tools
+        self._outlines: dict[str, tuple[str, str]] = {}  # path -> (content, its outline), for the condenses to come
         self._transcript: list[Message] = []
         self._since: list[Message] = []  # every message since the last summary, hidden ones too
         self._shadow = 0  # visible messages that only a condense hid
@@ -276,6 +287,9 @@ class CondenseContext:
         self._first: UserInput | None = None  # the task's first message: its <command> blocks
         self._reading: dict[str, str] = {}  # call id -> path, for read calls
         self._reads: dict[str, str] = {}  # path -> newest content, in the order last read
+        # `_reads` is also the turn's mark: copied before its first change in the turn, not at
+        # every turn's start (a long session reads many files, and most turns read none)
+        self._reads_marked = False
         self._marked: tuple = ()
         self._changed = False  # something already sent was removed or replaced since the last request
         self._turn_input: UserInput | None = None
@@ -309,26 +323,34 @@ class CondenseContext:
             raise TypeError(f"begin_turn takes a UserInput, got {type(input).__name__}")
         self._marked = (self._transcript, len(self._transcript), self._since, len(self._since), self._shadow,
                         set(self._markers), self._summary_message, self._summary, self._context_tokens,
-                        dict(self._reads))
+                        self._reads)
+        self._reads_marked = True
         self._turn_input = input
         self.append(input)
 
     def append(self, message: Message) -> None:
-        if not isinstance(message, (UserInput, AssistantMessage, ToolResults)):
-            raise TypeError(f"append takes a harpe_lab message, got {type(message).__name__}")
-        if self._first is None and isinstance(message, UserInput):
-            self._first = message
         if isinstance(message, AssistantMessage):
+            read_tools = self._read_tools
             for call in message.calls:
-                path = self._path(call.name, call.input)
-                if path is not None:
-                    self._reading[call.id] = path
+                if call.name in read_tools:
+                    path = self._path(call.name, call.input)
+                    if path is not None:
+                        self._reading[call.id] = path
         elif isinstance(message, ToolResults):
-            for r in message.results:
-                path = self._reading.pop(r.id, None)
-                if path is not None and r.success:
-                    self._reads.pop(path, None)  # re-inserted: the dict's order is the order last read
-                    self._reads[path] = r.content
+            reading = self._reading
+            if reading:  # results of no read call leave the reads as they are
+                for r in message.results:
+                    path = reading.pop(r.id, None)
+                    if path is not None and r.success:
+                        if self._reads_marked:
+                            self._reads, self._reads_marked = dict(self._reads), False
+                        self._reads.pop(path, None)  # re-inserted: the dict's order is the order last read
+                        self._reads[path] = r.content
+        elif isinstance(message, UserInput):
+            if self._first is None:
+                self._first = message
+        else:
+            raise TypeError(f"append takes a harpe_lab message, got {type(message).__name__}")
         self._transcript.append(message)
         self._since.append(message)
 
@@ -341,14 +363,13 @@ class CondenseContext:
         self._context_tokens = usage.input_tokens + usage.output_tokens
 
     def compact(self) -> Compaction:
-        c = self.config
         t = self._transcript
         if self._context_tokens and t:  # Task.ts manages context only once a count exists
             prev = self._context_tokens + int(self.counter.count_message(t[-1]))
             condensed = False
-            if c.condense and (100 * prev / c.window >= c.percent or prev > c.allowed):
+            if self._condenses and (100 * prev / self._window >= self._percent or prev > self._allowed):
                 condensed = self._condense(prev)
-            if not condensed and prev > c.allowed:
+            if not condensed and prev > self._allowed:
                 self._truncate(prev)
         changed, self._changed = self._changed, False
         return Compaction(deferred(self.base_system, self._transcript), changed, None if changed else ())
@@ -365,7 +386,7 @@ class CondenseContext:
             raise StrategyError(f"distill must return a str or None, got {type(text).__name__}")
         if not text.strip():
             return False  # an empty summary is an error
-        files = folded_files(list(reversed(self._reads.items())), self.config.folded_chars)
+        files = _folded(reversed(self._reads.items()), self.config.folded_chars, self._outline)
         message = UserInput(summary_text(text.strip(), command_blocks(self._first.text) if self._first else "", files))
         dropped = len(self._transcript)
         # every visible message gets a condense parent: still counted by the sliding window
@@ -379,6 +400,16 @@ class CondenseContext:
         self._events.emit(Condensed(prev, self._context_tokens))
         self._events.emit(ContextCompacted(dropped))
         return True
+
+    def _outline(self, path: str, content: str) -> str:
+        # an outline is a function of the content alone; kept per path, so that a file read
+        # again replaces its old one
+        hit = self._outlines.get(path)
+        if hit is not None and (hit[0] is content or hit[0] == content):
+            return hit[1]
+        text = outline(content)
+        self._outlines[path] = (content, text)
+        return text
 
     def _truncate(self, prev: int) -> None:
         t = self._transcript
