@@ -188,14 +188,9 @@ def run_demo(out: str | Path = "out/report", *, fractions: tuple[float, ...] = D
     that model, ``None`` fills no cost."""
     import matplotlib
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    matplotlib.use("Agg")  # before pyplot is imported anywhere below: no window, only files
 
     from . import datasets as bundled
-    from .evaluate import BUDGET_SLACK, budget_fit, compare, rank_at_budget, retention, with_probe_turn
-    from .plots import plot_context_map, plot_strategies, plot_token_use
-    from .report import (ReportSection, compactions_table, format_frame, format_value, limit_sentence, limit_table,
-                         ranking_table, retention_by_category, totals_table, write_report)  # fmt: skip
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -207,110 +202,170 @@ def run_demo(out: str | Path = "out/report", *, fractions: tuple[float, ...] = D
     strategies = tuple(strategies)
     for name in strategies:
         get_preset(name)
-    sections, over, refused_all, answers = [], [], [], []
+    found = _Found()
     started = time.perf_counter()
     for name, loaded, title in sources:
-        m = demo_measure(loaded, pricing=pricing)
-        # probes are asked after the last turn: an empty final turn renders that context
-        conversation = with_probe_turn(loaded)
-        s = conversation.summary()
-        echo(f"\n== {name}: {s['turns']} turns, {s['messages']} messages, {s['tool_calls']} tool calls, "
-             f"{s['probes']} probes")
-        measured = _measure_lines(m, loaded)
-        for line in measured:
-            echo(line)
-        recorded = m.recorded
-        compacted = recorded is not None and bool(recorded.compactions)
-        run = demo_replays(conversation, counter=m.counter, fractions=fractions, strategies=strategies,
-                           pricing=m.pricing, defaults=compacted)  # fmt: skip
-        echo(f"largest full-history request: {run.peak:,} tokens; budgets {', '.join(f'{b:,}' for b in run.budgets)}")
-        replays = run.replays
-        judged = compare(list(replays.values())) if replays else None
-        table = totals_table(replays, judged)
-        echo(format_frame(table, TABLE_COLUMNS[0][1]).to_string(index=False))
-        limits = limit_table(replays)
-        section = ReportSection(name, title, bullets=[("How it was measured (as harpe-lab replay measures it)",
-                                                       measured)])  # fmt: skip
-        lines = [limit_sentence(row) for _, row in limits.iterrows()]
-        over += [f"{name}: {line}" for line in lines]
-        refused_all += [f"{name}: {label} — {reason}" for label, reason in run.refused]
-        for line in lines:
-            echo(line)
-        for label, reason in run.refused:
-            echo(f"{label}: refused — {reason}")
-        for caption, columns in TABLE_COLUMNS:
-            section.tables.append((caption, table[[c for c in columns if c in table.columns]]))
-        if compacted:
-            section.tables.append((
-                "Compactions: each preset at its defaults against what the recording's agent did (cost with "
-                f"caching up to request {recorded.compactions[0].request - 1:,}, before the first recorded "
-                "compaction, where the two histories part)",
-                compactions_table({k: r for k, r in replays.items() if "@" not in k}, recorded)))
-        by_category = retention_by_category(retention(list(replays.values()))) if replays else None
-        if by_category is not None and len(by_category.columns) > 2:  # more than one category
-            section.tables.append(("Retention per probe category: known / findable under the full history",
-                                   by_category))
-        if judged is not None:
-            labels = list(replays)
-            by = "retention" if judged["retention"].notna().any() else "artifact_retention"
-            for budget in run.budgets:
-                mine = _at_budget(replays, budget)
-                rows = judged.iloc[[labels.index(k) for k in mine]].copy()
-                fits = [budget_fit(r, budget) for r in mine.values()]
-                rows["budget_met"], rows["budget_note"] = [f[0] for f in fits], [f[1] for f in fits]
-                ranked = rank_at_budget(rows, by=by)
-                section.tables.append((
-                    f"Best at {budget:,} tokens by {by.replace('_', ' ')}: the strategies that kept the budget "
-                    f"(largest request at most {BUDGET_SLACK:.0%} above it), then those that did not, with why",
-                    ranking_table(ranked), "budget_note"))
-                top = ranked[ranked["rank"] == 1]
-                kept_out = int((~ranked["budget_met"].astype(bool)).sum())
-                if len(top):
-                    answers += [{"conversation": name, "budget": budget, "strategy": r["strategy"], by: r[by],
-                                 "input_tokens_sum": r["input_tokens_sum"]} for _, r in top.iterrows()]
-                    best = ", ".join(f"{r['strategy']} {format_value(by, r[by])}" for _, r in top.iterrows())
-                    echo(f"best at {budget:,} by {by.replace('_', ' ')}: {best}; {kept_out} kept out of the ranking "
-                         "(no budget knob, cut nothing, or over the budget)")
-        if len(limits):
-            section.tables.append(("Over the limit: requests above the strategy's declared limit", limits))
-        mid = run.budgets[len(run.budgets) // 2] if run.budgets else None
+        found.sections.append(_conversation_section(name, loaded, title, found, out=out, fractions=fractions,
+                                                    strategies=strategies, pricing=pricing, echo=echo))  # fmt: skip
+    what = " and ".join(w for w, given in (("the bundled datasets", datasets), ("your recordings", conversations))
+                        if given)  # fmt: skip
+    index = _write(out, what, found, strategies=strategies, fractions=fractions, pricing=pricing,
+                   started=started)  # fmt: skip
+    echo(f"\nreport written to {index}")
+    return index
 
-        def at_mid(preset: str) -> str:
-            return preset if get_preset(preset).budget_knob is None else f"{preset}@{mid}"
 
-        colors = {label: f"C{strategies.index(label.split('@')[0]) % 10}" for label in replays}  # per preset
-        figures = [("tokens per request, all strategies at the middle budget",
-                    lambda ax: plot_strategies(_at_budget(replays, mid), ax=ax, limit=mid, colors=colors))]  # fmt: skip
-        for preset in DEMO_DETAIL:
-            label = at_mid(preset)
-            if label in replays:
-                figures.append((f"{label}: token use by component", lambda ax, r=replays[label]: plot_token_use(r, ax=ax)))
-                figures.append((f"{label}: what the model saw", lambda ax, r=replays[label]: plot_context_map(r, ax=ax)))
-        for caption, draw in figures:
-            fig, ax = plt.subplots(figsize=(10, 4.2), dpi=100)
-            draw(ax)
-            fig.tight_layout()
-            file = f"{_slug(name)}_{_slug(caption)[:40]}.png"
-            fig.savefig(out / file)
-            plt.close(fig)
-            section.images.append((caption, file))
-        sections.append(section)
+@dataclass(frozen=True, kw_only=True)
+class _Found:
+    """What the conversations' sections found that the report's first sections gather (its
+    lists grow as each conversation is replayed)."""
+
+    sections: list[Any] = field(default_factory=list)
+    over: list[str] = field(default_factory=list)  # "conversation: strategy went over its limit …"
+    refused: list[str] = field(default_factory=list)  # "conversation: label — why it raised"
+    answers: list[dict[str, Any]] = field(default_factory=list)  # the best at each budget
+
+
+def _conversation_section(name: str, loaded: Any, title: str, found: _Found, *, out: Path,
+                          fractions: tuple[float, ...], strategies: tuple[str, ...], pricing: str | None,
+                          echo: Any) -> Any:  # fmt: skip
+    """One conversation: measured, replayed under every preset, its tables echoed and put in
+    its section with its pictures; what goes over or is refused is added to ``found``."""
+    from .evaluate import compare, retention, with_probe_turn
+    from .report import (ReportSection, compactions_table, format_frame, limit_sentence, limit_table,
+                         retention_by_category, totals_table)  # fmt: skip
+
+    m = demo_measure(loaded, pricing=pricing)
+    # probes are asked after the last turn: an empty final turn renders that context
+    conversation = with_probe_turn(loaded)
+    s = conversation.summary()
+    echo(f"\n== {name}: {s['turns']} turns, {s['messages']} messages, {s['tool_calls']} tool calls, "
+         f"{s['probes']} probes")
+    measured = _measure_lines(m, loaded)
+    for line in measured:
+        echo(line)
+    recorded = m.recorded
+    compacted = recorded is not None and bool(recorded.compactions)
+    run = demo_replays(conversation, counter=m.counter, fractions=fractions, strategies=strategies,
+                       pricing=m.pricing, defaults=compacted)  # fmt: skip
+    echo(f"largest full-history request: {run.peak:,} tokens; budgets {', '.join(f'{b:,}' for b in run.budgets)}")
+    replays = run.replays
+    judged = compare(list(replays.values())) if replays else None
+    table = totals_table(replays, judged)
+    echo(format_frame(table, TABLE_COLUMNS[0][1]).to_string(index=False))
+    limits = limit_table(replays)
+    section = ReportSection(name, title, bullets=[("How it was measured (as harpe-lab replay measures it)",
+                                                   measured)])  # fmt: skip
+    lines = [limit_sentence(row) for _, row in limits.iterrows()]
+    found.over.extend(f"{name}: {line}" for line in lines)
+    found.refused.extend(f"{name}: {label} — {reason}" for label, reason in run.refused)
+    for line in lines:
+        echo(line)
+    for label, reason in run.refused:
+        echo(f"{label}: refused — {reason}")
+    for caption, columns in TABLE_COLUMNS:
+        section.tables.append((caption, table[[c for c in columns if c in table.columns]]))
+    if compacted:
+        section.tables.append((
+            "Compactions: each preset at its defaults against what the recording's agent did (cost with "
+            f"caching up to request {recorded.compactions[0].request - 1:,}, before the first recorded "
+            "compaction, where the two histories part)",
+            compactions_table({k: r for k, r in replays.items() if "@" not in k}, recorded)))
+    by_category = retention_by_category(retention(list(replays.values()))) if replays else None
+    if by_category is not None and len(by_category.columns) > 2:  # more than one category
+        section.tables.append(("Retention per probe category: known / findable under the full history",
+                               by_category))
+    if judged is not None:
+        found.answers.extend(_rankings(section, name, run, judged, echo))
+    if len(limits):
+        section.tables.append(("Over the limit: requests above the strategy's declared limit", limits))
+    _draw_figures(section, name, run, strategies, out)
+    return section
+
+
+def _rankings(section: Any, name: str, run: DemoRun, judged: Any, echo: Any) -> list[dict[str, Any]]:
+    """At each budget, the strategies that kept it ranked by retention (a table in
+    ``section``, the best echoed); returns the best rows for the report's answer."""
+    from .evaluate import BUDGET_SLACK, budget_fit, rank_at_budget
+    from .report import format_value, ranking_table
+
+    replays = run.replays
+    labels = list(replays)
+    by = "retention" if judged["retention"].notna().any() else "artifact_retention"
+    answers: list[dict[str, Any]] = []
+    for budget in run.budgets:
+        mine = _at_budget(replays, budget)
+        rows = judged.iloc[[labels.index(k) for k in mine]].copy()
+        fits = [budget_fit(r, budget) for r in mine.values()]
+        rows["budget_met"], rows["budget_note"] = [f[0] for f in fits], [f[1] for f in fits]
+        ranked = rank_at_budget(rows, by=by)
+        section.tables.append((
+            f"Best at {budget:,} tokens by {by.replace('_', ' ')}: the strategies that kept the budget "
+            f"(largest request at most {BUDGET_SLACK:.0%} above it), then those that did not, with why",
+            ranking_table(ranked), "budget_note"))
+        top = ranked[ranked["rank"] == 1]
+        kept_out = int((~ranked["budget_met"].astype(bool)).sum())
+        if len(top):
+            answers += [{"conversation": name, "budget": budget, "strategy": r["strategy"], by: r[by],
+                         "input_tokens_sum": r["input_tokens_sum"]} for _, r in top.iterrows()]
+            best = ", ".join(f"{r['strategy']} {format_value(by, r[by])}" for _, r in top.iterrows())
+            echo(f"best at {budget:,} by {by.replace('_', ' ')}: {best}; {kept_out} kept out of the ranking "
+                 "(no budget knob, cut nothing, or over the budget)")
+    return answers
+
+
+def _draw_figures(section: Any, name: str, run: DemoRun, strategies: tuple[str, ...], out: Path) -> None:
+    """The pictures at the middle budget, written beside the report and listed in ``section``."""
+    import matplotlib.pyplot as plt
+
+    from .plots import plot_context_map, plot_strategies, plot_token_use
+
+    replays = run.replays
+    mid = run.budgets[len(run.budgets) // 2] if run.budgets else None
+
+    def at_mid(preset: str) -> str:
+        return preset if get_preset(preset).budget_knob is None else f"{preset}@{mid}"
+
+    colors = {label: f"C{strategies.index(label.split('@')[0]) % 10}" for label in replays}  # per preset
+    figures = [("tokens per request, all strategies at the middle budget",
+                lambda ax: plot_strategies(_at_budget(replays, mid), ax=ax, limit=mid, colors=colors))]  # fmt: skip
+    for preset in DEMO_DETAIL:
+        label = at_mid(preset)
+        if label in replays:
+            figures.append((f"{label}: token use by component", lambda ax, r=replays[label]: plot_token_use(r, ax=ax)))
+            figures.append((f"{label}: what the model saw", lambda ax, r=replays[label]: plot_context_map(r, ax=ax)))
+    for caption, draw in figures:
+        fig, ax = plt.subplots(figsize=(10, 4.2), dpi=100)
+        draw(ax)
+        fig.tight_layout()
+        file = f"{_slug(name)}_{_slug(caption)[:40]}.png"
+        fig.savefig(out / file)
+        plt.close(fig)
+        section.images.append((caption, file))
+
+
+def _write(out: Path, what: str, found: _Found, *, strategies: tuple[str, ...], fractions: tuple[float, ...],
+           pricing: str | None, started: float) -> Path:  # fmt: skip
+    """The report: the answer and how to read it first, then the conversations, then the
+    strategies, the summarizer failures and what went over or raised."""
     import pandas as pd
+
+    from .report import ReportSection, write_report
 
     answer = ReportSection(
         "The answer",
         "For each conversation and budget, the strategy that kept the most of what the full history let the model "
         "know (retention; artifact retention where the conversation has no probes) among those that kept the "
         "budget; the others are left out of the ranking, each with why, in the conversation's section below.",
-        tables=[("Best at each budget", pd.DataFrame(answers))] if answers else [],
+        tables=[("Best at each budget", pd.DataFrame(found.answers))] if found.answers else [],
     )  # fmt: skip
     first = ReportSection(
         "Over the limit, and refused", folded=True, description=
         "Every strategy that sent a request above its declared limit (a budget, a high water or a target), and "
         "how often; then every strategy that raised instead of replaying. Counts are from each replay's frame "
         "(see the glossary).",
-        bullets=[("Strategies that go over their limit", over or ["none: every request kept its strategy's limit"]),
-                 ("Strategies that refused (raised)", refused_all or ["none"])],
+        bullets=[("Strategies that go over their limit", found.over or ["none: every request kept its strategy's limit"]),
+                 ("Strategies that refused (raised)", found.refused or ["none"])],
     )  # fmt: skip
     legend = ReportSection(
         "How to read the pictures",
@@ -327,17 +382,14 @@ def run_demo(out: str | Path = "out/report", *, fractions: tuple[float, ...] = D
         bullets=[("Presets", [_preset_line(get_preset(name)) for name in strategies])],
     )
     health = _summarizer_failures()
-    what = " and ".join(w for w, given in (("the bundled datasets", datasets), ("your recordings", conversations))
-                        if given)  # fmt: skip
     priced = {"auto": f"each call priced by the model the recording names for it ({DEMO_PRICING} where it names "
                       "none)", None: "no pricing (costs are –)"}.get(pricing, f"costs at {pricing} prices")
-    index = write_report(
-        out, f"harpe_lab demo: context strategies on {what}", [answer, legend, *sections, presets, health, first],
+    return write_report(
+        out, f"harpe_lab demo: context strategies on {what}",
+        [answer, legend, *found.sections, presets, health, first],
         intro=f"Budgets are {', '.join(f'{f:.0%}' for f in fractions)} of each dataset's largest full-history "
               f"request, set on each preset's budget knob; each conversation measured as harpe-lab replay measures "
               f"it — counts calibrated on the recording's provider usage where it has some, the tokenizer's "
               f"uncalibrated estimate where it has none (each section says which); {priced}; "
               f"{time.perf_counter() - started:.1f} s to replay and draw.",
     )  # fmt: skip
-    echo(f"\nreport written to {index}")
-    return index

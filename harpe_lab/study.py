@@ -336,13 +336,7 @@ def tune(sources: Iterable[Any], strategy: str, *, knob: str | None = None, lo: 
 
     if objective not in ("cost", "tokens"):
         raise StrategyError(f"objective must be one of ['cost', 'tokens'], but {objective!r} was passed")
-    preset = get_preset(strategy)
-    target = preset.knob(knob) if knob else preset.budget_knob
-    if target is None:
-        if not preset.knobs:
-            raise StrategyError(f"the {strategy!r} strategy has no knobs: there is nothing to tune")
-        raise StrategyError(f"the {strategy!r} strategy has no budget knob; name the knob to tune with "
-                            f"--knob KNOB=LO:HI, one of: {', '.join(k.name for k in preset.knobs)}")
+    target = _knob_to_tune(get_preset(strategy), strategy, knob)
     convs = load_sessions(sources)
     windows = [w for w in (declared_window(c) for c in convs) if w]
     window = min(windows) if windows else None
@@ -392,14 +386,30 @@ def tune(sources: Iterable[Any], strategy: str, *, knob: str | None = None, lo: 
         return Tuning(strategy, target.name, None, objective, tried, frontier,
                       f"{target.name} changes nothing on these sessions between {low:,} and {high:,} (no value "
                       "compacts differently): there is nothing to tune here", window)
-    label = "cost with caching" if objective == "cost" else "tokens sent"
-    amount = tried.loc[best, column]
-    shown = f"${amount:,.2f}" if objective == "cost" else f"{int(amount):,} tokens"
     priced = sum(m.pricing is not None for m in measures.values())
-    over = _count(len(convs), "session") + ("" if objective != "cost" or priced == len(convs)
-                                            else f" ({priced} of them priced)")
-    reason = f"the least {label} over {over}: {shown}"
+    reason = _why_best(objective, tried.loc[best, column], len(convs), priced)
     return Tuning(strategy, target.name, value, objective, tried, frontier, reason, window)
+
+
+def _knob_to_tune(preset: Any, strategy: str, knob: str | None) -> Any:
+    """The knob named, else the preset's budget knob; without either, an error naming the
+    knobs there are."""
+    target = preset.knob(knob) if knob else preset.budget_knob
+    if target is None:
+        if not preset.knobs:
+            raise StrategyError(f"the {strategy!r} strategy has no knobs: there is nothing to tune")
+        raise StrategyError(f"the {strategy!r} strategy has no budget knob; name the knob to tune with "
+                            f"--knob KNOB=LO:HI, one of: {', '.join(k.name for k in preset.knobs)}")
+    return target
+
+
+def _why_best(objective: str, amount: Any, sessions: int, priced: int) -> str:
+    """The recommendation's reason: the least cost (or tokens) and over how many sessions."""
+    label = "cost with caching" if objective == "cost" else "tokens sent"
+    shown = f"${amount:,.2f}" if objective == "cost" else f"{int(amount):,} tokens"
+    over = _count(sessions, "session") + ("" if objective != "cost" or priced == sessions
+                                          else f" ({priced} of them priced)")
+    return f"the least {label} over {over}: {shown}"
 
 
 def _best(tried: Any, column: str, min_retention: float | None, no_overshoot: bool) -> int | None:

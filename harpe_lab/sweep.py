@@ -229,23 +229,7 @@ def sweep(
 
     global _JOBS
     convs = [conversations] if isinstance(conversations, Conversation) else list(conversations)
-    if not convs:
-        raise StrategyError("sweep needs at least one conversation")
-    if not strategies:
-        raise StrategyError("sweep needs at least one strategy: a mapping of name -> context factory")
-    for name, factory in strategies.items():
-        if not callable(factory):
-            raise StrategyError(f"strategies[{name!r}] must be a callable returning a context, got {factory!r}")
-    if workers is not None and (not isinstance(workers, int) or workers < 1):
-        raise StrategyError(f"workers must be an int >= 1, got {workers!r}")
-    if workers is not None and executor is not None:
-        raise StrategyError("pass workers= or executor=, not both: an executor sizes its own pool")
-    if executor is not None and not isinstance(executor, Executor):
-        if not callable(getattr(executor, "get_executor", None)):
-            raise StrategyError(f"executor must be a concurrent.futures.Executor or a distributed.Client, "
-                                f"but {executor!r} was passed")  # fmt: skip
-        # impure: dask would otherwise hash every argument (a whole conversation) to name the task
-        executor = executor.get_executor(pure=False)
+    executor = _checked(convs, strategies, workers, executor)
     points = grid_points(grid)
     tasks = [(ci, name, p) for ci in range(len(convs)) for name in strategies for p in points]
     sizes = [sum(map(message_chars, c.messages())) for c in convs]  # a replay's cost grows with its text
@@ -276,31 +260,64 @@ def sweep(
                 sent = [(tasks[k][1], strategies[tasks[k][1]], tasks[k][2]) for k in chunk]
                 collect(c, _replay_chunk(convs[tasks[chunk[0]][0]], sent, counter, tools, pricing, extra))
         else:
-            origin = os.getpid()
-            futures = {}
-            for c, chunk in enumerate(chunks):
-                sent = [(tasks[k][1], strategies[tasks[k][1]], tasks[k][2]) for k in chunk]
-                futures[executor.submit(_run_sent, convs[tasks[chunk[0]][0]], sent, counter, tools, pricing,
-                                        origin, extra)] = c  # fmt: skip
-            for future in _as_completed(futures):
-                c = futures[future]
-                try:
-                    done = future.result()
-                except (pickle.PicklingError, AttributeError) as exc:
-                    if "pickle" not in str(exc).lower():
-                        raise
-                    names = sorted({tasks[k][1] for k in chunks[c]})
-                    raise StrategyError(
-                        f"strategy {' or '.join(map(repr, names))} could not be sent to the executor ({exc}); with "
-                        "a plain process pool use module-level functions or functools.partial, or pass executor=None"
-                    ) from exc
-                collect(c, done)
+            _run_on(executor, convs, strategies, tasks, chunks, (counter, tools, pricing, extra), collect)
     finally:
         _JOBS = None
         bar.close()
     frame = pd.DataFrame(rows)
     frame.attrs["cpu_seconds"] = cpu
     return frame
+
+
+def _checked(convs: list[Conversation], strategies: Mapping[str, Callable[..., Any]], workers: int | None,
+             executor: Any) -> Any:  # fmt: skip
+    """`sweep`'s arguments checked before anything runs; returns the executor to submit to
+    (a dask client's, made impure)."""
+    if not convs:
+        raise StrategyError("sweep needs at least one conversation")
+    if not strategies:
+        raise StrategyError("sweep needs at least one strategy: a mapping of name -> context factory")
+    for name, factory in strategies.items():
+        if not callable(factory):
+            raise StrategyError(f"strategies[{name!r}] must be a callable returning a context, got {factory!r}")
+    if workers is not None and (not isinstance(workers, int) or workers < 1):
+        raise StrategyError(f"workers must be an int >= 1, got {workers!r}")
+    if workers is not None and executor is not None:
+        raise StrategyError("pass workers= or executor=, not both: an executor sizes its own pool")
+    if executor is not None and not isinstance(executor, Executor):
+        if not callable(getattr(executor, "get_executor", None)):
+            raise StrategyError(f"executor must be a concurrent.futures.Executor or a distributed.Client, "
+                                f"but {executor!r} was passed")  # fmt: skip
+        # impure: dask would otherwise hash every argument (a whole conversation) to name the task
+        executor = executor.get_executor(pure=False)
+    return executor
+
+
+def _run_on(executor: Any, convs: list[Conversation], strategies: Mapping[str, Callable[..., Any]],
+            tasks: list[tuple[int, str, Any]], chunks: list[list[int]], shared: tuple[Any, Any, Any, Any],
+            collect: Callable[[int, Any], None]) -> None:  # fmt: skip
+    """Each chunk submitted to a given executor (the strategies pickled with it), collected
+    as it completes; a strategy that cannot be pickled is named, with how to fix it."""
+    counter, tools, pricing, extra = shared
+    origin = os.getpid()
+    futures = {}
+    for c, chunk in enumerate(chunks):
+        sent = [(tasks[k][1], strategies[tasks[k][1]], tasks[k][2]) for k in chunk]
+        futures[executor.submit(_run_sent, convs[tasks[chunk[0]][0]], sent, counter, tools, pricing,
+                                origin, extra)] = c  # fmt: skip
+    for future in _as_completed(futures):
+        c = futures[future]
+        try:
+            done = future.result()
+        except (pickle.PicklingError, AttributeError) as exc:
+            if "pickle" not in str(exc).lower():
+                raise
+            names = sorted({tasks[k][1] for k in chunks[c]})
+            raise StrategyError(
+                f"strategy {' or '.join(map(repr, names))} could not be sent to the executor ({exc}); with "
+                "a plain process pool use module-level functions or functools.partial, or pass executor=None"
+            ) from exc
+        collect(c, done)
 
 
 def _as_completed(futures: Mapping[Any, int]) -> Iterable[Any]:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 from .conversation import Conversation, Probe, Turn
 from .messages import AssistantMessage, ToolCall, ToolResult, ToolResults, UserInput
@@ -189,16 +189,30 @@ def synthesize(
     _check("tool_rate", tool_rate, isinstance(tool_rate, (int, float)) and 0 <= tool_rate <= 1, "between 0 and 1")
     _check("result_chars", result_chars, isinstance(result_chars, int) and result_chars >= 1, "an int >= 1")
     _check("turns", turns, facts == 0 or turns >= 3, "at least 3 when facts are planted")
+    # one generator, drawn from in a fixed order: the same seed gives the same conversation
     r = random.Random(seed)
     pool = _line_pool(r)
-    mean_line = sum(len(line) + 1 for line in pool) / len(pool)
+    writer = _Writer(r, pool, sum(len(line) + 1 for line in pool) / len(pool), result_chars, min(facts, len(_FACTS)))
+    writer.user_facts = r.sample(_FACTS, writer.n_user)
+    writer.tool_facts = r.sample(_TOOL_FACTS, facts - writer.n_user)
+    plans, probe_from = _schedule(r, turns, facts, updates)
+    out = [writer.turn(t, plans.get(t, []), tool_rate) for t in range(turns)]
+    probes = sorted((writer.probe(k, probe_from, turns) for k in range(facts)), key=lambda p: (p.asked_at, p.id))
+    return Conversation(
+        turns=tuple(out),
+        id=f"synth-{turns}-seed{seed}",
+        source="harpe_lab.synth",
+        metadata={"format": "synthetic", "seed": seed, "facts": facts, "updates": updates,
+                  "tool_rate": tool_rate, "result_chars": result_chars},
+        probes=tuple(probes),
+        system="You are a careful operations assistant. Answer briefly and use tools to check facts.",
+    )
 
-    n_user = min(facts, len(_FACTS))
-    n_tool = facts - n_user
-    user_facts = r.sample(_FACTS, n_user)
-    tool_facts = r.sample(_TOOL_FACTS, n_tool)
-    # where things happen: plants in the first half, updates after them, probes in the last
-    # fifth and always after every message a probe's answer depends on
+
+def _schedule(r: random.Random, turns: int, facts: int, updates: int) -> tuple[dict[int, list[tuple[str, int]]], int]:
+    """(turn → the plants and updates it holds, the first turn a probe may be asked at):
+    plants in the first half, updates after them, probes in the last fifth and always after
+    every message a probe's answer depends on."""
     early = max(1, turns // 2)
     late = turns - max(1, turns // 5)
     plant_turns = [r.randrange(0, early) for _ in range(facts)]
@@ -211,85 +225,90 @@ def synthesize(
         t = r.randint(lo, max(lo, late - 1))
         update_turns.append(t)
         plans.setdefault(t, []).append(("update", k))
-    probe_from = max([late, *(t + 1 for t in plant_turns), *(t + 1 for t in update_turns)])
+    return plans, max([late, *(t + 1 for t in plant_turns), *(t + 1 for t in update_turns)])
 
-    values: dict[int, str] = {}
-    evidence: dict[int, str] = {}
-    categories: dict[int, str] = {}
-    out: list[Turn] = []
-    call_no = 0
-    for t in range(turns):
-        todo = plans.get(t, [])
+
+class _Writer:
+    """Writes the turns one by one and remembers, per fact ``k`` (the user-stated first,
+    then those in tool results), its current value, the id of the message that says it and
+    its probe's category."""
+
+    def __init__(self, r: random.Random, pool: list[str], mean_line: float, result_chars: int, n_user: int) -> None:
+        self.r, self.pool, self.mean_line, self.result_chars, self.n_user = r, pool, mean_line, result_chars, n_user
+        self.user_facts: list[Any] = []
+        self.tool_facts: list[Any] = []
+        self.values: dict[int, str] = {}
+        self.evidence: dict[int, str] = {}
+        self.categories: dict[int, str] = {}
+        self.call_no = 0  # tool call ids count through the whole conversation
+
+    def turn(self, t: int, todo: list[tuple[str, int]], tool_rate: float) -> Turn:
+        r = self.r
         topic = r.choice(_TOPICS)
-        text = r.choice(_ASKS).format(topic=topic)
+        text, stated = self._user_text(r.choice(_ASKS).format(topic=topic), todo)
+        ids = [f"{t}.0"]
+        for k in stated:
+            self.evidence[k] = ids[0]
+        messages: list = []
+        tool_plants = [k for kind, k in todo if kind == "plant" and k >= self.n_user]
+        if tool_plants or r.random() < tool_rate:
+            self._tool_rounds(t, topic, tool_plants, messages, ids)
+        messages.append(AssistantMessage(_filler(r, 2, 6)))
+        ids.append(f"{t}.{len(ids)}")
+        return Turn(UserInput(text), tuple(messages), ids=tuple(ids))
+
+    def _user_text(self, text: str, todo: list[tuple[str, int]]) -> tuple[str, list[int]]:
+        """The user's message with the facts it plants or corrects put in front, and which."""
+        r = self.r
         if r.random() < 0.4:
             text += " " + r.choice(_USER_EXTRA)
         stated: list[int] = []
         for kind, k in todo:
-            if k >= n_user:
+            if k >= self.n_user:
                 continue
-            fact = user_facts[k]
+            fact = self.user_facts[k]
             if kind == "plant":
-                values[k] = fact.value(r)
-                text = fact.say.format(v=values[k]) + " " + text
-                categories[k] = "user-fact"
+                self.values[k] = fact.value(r)
+                text = fact.say.format(v=self.values[k]) + " " + text
+                self.categories[k] = "user-fact"
             else:
                 new = fact.value(r)
-                while new == values[k]:
+                while new == self.values[k]:
                     new = fact.value(r)
-                values[k] = new
+                self.values[k] = new
                 text = f"Correction: the {fact.key} changed, it is now {new}. " + text
-                categories[k] = "knowledge-update"
+                self.categories[k] = "knowledge-update"
             stated.append(k)
-        ids = [f"{t}.0"]
-        for k in stated:
-            evidence[k] = ids[0]
-        messages: list = []
-        tool_plants = [k for kind, k in todo if kind == "plant" and k >= n_user]
-        if tool_plants or r.random() < tool_rate:
-            rounds = r.randint(1, 3)
-            for rnd in range(rounds):
-                calls = []
-                for _ in range(r.randint(1, 2)):
-                    call_no += 1
-                    name = r.choice(_TOOLS)
-                    calls.append(ToolCall(f"call_{call_no:06d}", name, {"query": topic, "page": rnd + 1}))
-                messages.append(AssistantMessage("Let me look that up." if rnd == 0 else "Checking one more source.",
-                                                 tuple(calls)))
-                ids.append(f"{t}.{len(ids)}")
-                results = [ToolResult(c.id, _tool_text(r, pool, mean_line, result_chars)) for c in calls]
-                if rnd == 0:
-                    for k in tool_plants:
-                        key, _q, field_name, make = tool_facts[k - n_user]
-                        values[k] = make(r)
-                        categories[k] = "tool-fact"
-                        first = results[0]
-                        results[0] = ToolResult(first.id, f"{field_name}: {values[k]}\n{first.content}")
-                messages.append(ToolResults(tuple(results)))
-                ids.append(f"{t}.{len(ids)}")
-                if rnd == 0:
-                    for k in tool_plants:
-                        evidence[k] = ids[-1]
-        messages.append(AssistantMessage(_filler(r, 2, 6)))
-        ids.append(f"{t}.{len(ids)}")
-        out.append(Turn(UserInput(text), tuple(messages), ids=tuple(ids)))
+        return text, stated
 
-    probes = []
-    for k in range(facts):
-        if k < n_user:
-            question = user_facts[k].question
-        else:
-            question = tool_facts[k - n_user][1]
-        asked_at = r.randint(probe_from, turns) if probe_from < turns else turns
-        probes.append(Probe(id=f"p{k}", asked_at=asked_at, question=question, answer=values[k],
-                            evidence=(evidence[k],), category=categories[k]))
-    probes.sort(key=lambda p: (p.asked_at, p.id))
-    return Conversation(
-        turns=tuple(out),
-        id=f"synth-{turns}-seed{seed}",
-        source="harpe_lab.synth",
-        metadata={"format": "synthetic", "seed": seed, "facts": facts, "updates": updates,
-                  "tool_rate": tool_rate, "result_chars": result_chars},
-        probes=tuple(probes),
-        system="You are a careful operations assistant. Answer briefly and use tools to check facts.",
-    )
+    def _tool_rounds(self, t: int, topic: str, tool_plants: list[int], messages: list, ids: list[str]) -> None:
+        """One to three rounds of one or two calls and their results; the facts planted in
+        tool results go in front of the first round's first result."""
+        r = self.r
+        for rnd in range(r.randint(1, 3)):
+            calls = []
+            for _ in range(r.randint(1, 2)):
+                self.call_no += 1
+                calls.append(ToolCall(f"call_{self.call_no:06d}", r.choice(_TOOLS), {"query": topic, "page": rnd + 1}))
+            messages.append(AssistantMessage("Let me look that up." if rnd == 0 else "Checking one more source.",
+                                             tuple(calls)))
+            ids.append(f"{t}.{len(ids)}")
+            results = [ToolResult(c.id, _tool_text(r, self.pool, self.mean_line, self.result_chars)) for c in calls]
+            if rnd == 0:
+                for k in tool_plants:
+                    _key, _q, field_name, make = self.tool_facts[k - self.n_user]
+                    self.values[k] = make(r)
+                    self.categories[k] = "tool-fact"
+                    first = results[0]
+                    results[0] = ToolResult(first.id, f"{field_name}: {self.values[k]}\n{first.content}")
+            messages.append(ToolResults(tuple(results)))
+            ids.append(f"{t}.{len(ids)}")
+            if rnd == 0:
+                for k in tool_plants:
+                    self.evidence[k] = ids[-1]
+
+    def probe(self, k: int, probe_from: int, turns: int) -> Probe:
+        question = self.user_facts[k].question if k < self.n_user else self.tool_facts[k - self.n_user][1]
+        asked_at = self.r.randint(probe_from, turns) if probe_from < turns else turns
+        return Probe(id=f"p{k}", asked_at=asked_at, question=question, answer=self.values[k],
+                     evidence=(self.evidence[k],), category=self.categories[k])

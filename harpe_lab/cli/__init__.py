@@ -87,8 +87,8 @@ def _choice(name: str, choices: Sequence[str]):  # noqa: ANN202 - an argparse ty
 
 
 def _parser() -> argparse.ArgumentParser:
-    from ..presets import STRATEGIES  # names only: the registry is data, cheap to import
-
+    """The command line: one subcommand each, declared by the `_add_*` below, in the order
+    ``--help`` lists them."""
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--traceback", action="store_true", default=argparse.SUPPRESS,
                         help="on an error, show the full Python traceback instead of one line")
@@ -99,9 +99,22 @@ def _parser() -> argparse.ArgumentParser:
                         help="on an error, show the full Python traceback instead of one line")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
+    _add_demo(sub, common)
+    _add_replay(sub, common)
+    _add_sessions(sub, common)
+    _add_study(sub, common)
+    _add_journal_and_chat(sub, common)
+    return parser
+
+
+def _add_demo(sub: Any, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser("demo", parents=[common], help="replay the bundled datasets and write out/report/")
     p.add_argument("--out", default="out/report", help="report folder (default: out/report)")
     p.set_defaults(_target=("harpe_lab.cli.demo", "cli_demo"))
+
+
+def _add_replay(sub: Any, common: argparse.ArgumentParser) -> None:
+    from ..presets import STRATEGIES  # names only: the registry is data, cheap to import
 
     p = sub.add_parser(
         "replay", parents=[common],
@@ -137,6 +150,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="table (for people, default), json or csv (for scripts)")
     p.set_defaults(_target=("harpe_lab.cli.replay", "cli_replay"))
 
+
+def _add_sessions(sub: Any, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser(
         "sessions", parents=[common],
         help="list your agent sessions: model, calls, peak input, recorded cost, compactions",
@@ -154,6 +169,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--strict", action="store_true", help="exit 1 when any file was skipped")
     p.set_defaults(_target=("harpe_lab.cli.sessions", "cli_sessions"))
 
+
+def _add_study(sub: Any, common: argparse.ArgumentParser) -> None:
+    # `compare` and `tune` share their session arguments
     study = argparse.ArgumentParser(add_help=False)
     study.add_argument("paths", nargs="+", metavar="PATH", help="session files or folders of them")
     study.add_argument("--set", action="append", default=[], metavar="KNOB=VALUE", dest="knobs",
@@ -203,6 +221,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--plot", default=None, metavar="FILE", help="draw the cost (and retention) against the knob")
     p.set_defaults(_target=("harpe_lab.cli.study", "cli_tune"))
 
+
+def _add_journal_and_chat(sub: Any, common: argparse.ArgumentParser) -> None:
     journal = sub.add_parser("journal", parents=[common], help="inspect or check a Harpe journal").add_subparsers(
         dest="subcommand", required=True, metavar="SUBCOMMAND"
     )
@@ -219,7 +239,6 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--model", required=True, help="a provider-prefixed litellm model name, e.g. openai/gpt-4o-mini")
     p.add_argument("--system", default="You are a helpful assistant.", help="the base system prompt")
     p.set_defaults(_target=("harpe_lab.cli.chat", "cli_chat"))
-    return parser
 
 
 def one_line(err: BaseException) -> str:

@@ -293,24 +293,46 @@ def cli_replay(args: argparse.Namespace) -> int:
         frame[[c for c, _, _ in columns]].to_csv(sys.stdout, index=False)
         return 0
     if args.format == "json":
-        doc = {
-            "path": args.path,
-            "format": conversation.metadata.get("format"),
-            "variant": conversation.metadata.get("variant"),
-            "conversation": conversation.id,
-            "strategy": args.strategy,
-            "budget": budget,
-            **m.as_dict(),
-            "replayed_compactions": [int(i) for i in frame.loc[frame["compacted"], "request"]],
-            **({"show": request_preview(result, args.show, m.counter, tally)} if args.show is not None else {}),
-            "redaction": tally.header() if not args.no_redact else "redaction off",
-            "totals": {k: _clean(totals[k]) for k, _, _ in totals_spec if k in totals},
-            "requests": [{c: _clean(v) for c, v in zip([c for c, _, _ in columns], row)}
-                         for row in frame[[c for c, _, _ in columns]].itertuples(index=False)],
-        }
+        doc = _json_doc(args, conversation, budget, m, result, columns, tally)
+        doc["totals"] = {k: _clean(totals[k]) for k, _, _ in totals_spec if k in totals}
+        doc["requests"] = [{c: _clean(v) for c, v in zip([c for c, _, _ in columns], row)}
+                           for row in frame[[c for c, _, _ in columns]].itertuples(index=False)]  # fmt: skip
         print(json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False))
         return 0
+    _print_table(args, conversation, knob, budget, m, result, columns, tally)
+    label = max(len(lbl) for _, lbl, _ in totals_spec)
+    for key, lbl, fmt in totals_spec:
+        if key in totals:
+            print(f"{lbl:>{label}}: {fmt(totals[key])}")
+    print()
+    for line in against:
+        print(line)
+    return 0
 
+
+def _json_doc(args: argparse.Namespace, conversation: Any, budget: int | None, m: Any, result: Any, columns: list,
+              tally: Any) -> dict[str, Any]:  # fmt: skip
+    """``--format json``'s document up to its totals and requests (the caller adds them
+    last, where scripts expect them)."""
+    frame = result.requests
+    return {
+        "path": args.path,
+        "format": conversation.metadata.get("format"),
+        "variant": conversation.metadata.get("variant"),
+        "conversation": conversation.id,
+        "strategy": args.strategy,
+        "budget": budget,
+        **m.as_dict(),
+        "replayed_compactions": [int(i) for i in frame.loc[frame["compacted"], "request"]],
+        **({"show": request_preview(result, args.show, m.counter, tally)} if args.show is not None else {}),
+        "redaction": tally.header() if not args.no_redact else "redaction off",
+    }
+
+
+def _print_table(args: argparse.Namespace, conversation: Any, knob: Any, budget: int | None, m: Any, result: Any,
+                 columns: list, tally: Any) -> None:  # fmt: skip
+    """The table for people: what was replayed and how it was measured, then the request
+    table (or, with ``--show``, the one request)."""
     limit = f" at {knob.name.replace('_', ' ')} {budget:,} {knob.unit}" if knob is not None and budget else ""
     print(f"{args.path}: {_describe(conversation)}")
     print(f"strategy {args.strategy}{limit}")
@@ -321,15 +343,8 @@ def cli_replay(args: argparse.Namespace) -> int:
         print(show_request(result, args.show, m.counter, tally))
         print(f"\nsecrets: {tally.header() if not args.no_redact else 'redaction off (--no-redact)'}")
     else:
+        frame = result.requests
         rows = [[fmt(v) for (_, _, fmt), v in zip(columns, row)]
                 for row in frame[[c for c, _, _ in columns]].itertuples(index=False)]
         print(render([h for _, h, _ in columns], rows))
     print()
-    label = max(len(lbl) for _, lbl, _ in totals_spec)
-    for key, lbl, fmt in totals_spec:
-        if key in totals:
-            print(f"{lbl:>{label}}: {fmt(totals[key])}")
-    print()
-    for line in against:
-        print(line)
-    return 0

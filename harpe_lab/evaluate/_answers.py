@@ -161,23 +161,34 @@ def answer_probes(
     ``answer_in_context``, ``findable_full`` and ``known``, so the model is scored on the
     same denominator; ``frame.attrs["agreement"]`` is `judge_agreement` of the frame.
     """
-    import pandas as pd
-    from tqdm.auto import tqdm
-
     if on_error not in ("raise", "skip"):
         raise EvaluationError(f"on_error must be one of ['raise', 'skip'], but {on_error!r} was passed")
     if not isinstance(concurrency, int) or isinstance(concurrency, bool) or concurrency < 1:
         raise EvaluationError(f"concurrency must be an int >= 1, got {concurrency!r}")
     probes = _probes(replay, probes)
-    conv = replay.conversation
-    by_id = _message_by_id(conv)
     common = dict(cache_dir=cache_dir, cache=cache, timeout=timeout, retries=retries, temperature=temperature)
     answerer = CachedModel(model, max_tokens=max_tokens, **common, **litellm_kwargs)
     # a verdict is one word; a small cap keeps a chatty judge cheap (and its reply unparseable)
     grader = CachedModel(judge, max_tokens=16, **common, **litellm_kwargs) if judge is not None else None
+    jobs, plan = _plan(replay, probes, answerer)
+    _answer_all(replay, answerer, list(jobs.values()), concurrency, on_error, progress)
+    verdicts = _judge_all(replay, grader, plan, jobs, concurrency, on_error, progress) if grader is not None else {}
+    matcher = probe_retention(replay, probes).set_index("probe_id")
+    rows = [_row(replay, p, i, ((kc, jobs[kc]), (kf, jobs[kf])), grader, verdicts, matcher) for p, i, kc, kf in plan]
+    return _frame(rows, answerer, grader)
 
+
+_Plan = list[tuple[Probe, int, str, str]]  # probe, request, context key, full key
+_Verdicts = dict[tuple[str, str, str], tuple["bool | None", "Completion | None", str]]
+
+
+def _plan(replay: Any, probes: Sequence[Probe], answerer: CachedModel) -> tuple[dict[str, _Job], _Plan]:
+    """Each probe's two requests (its context, the full history), keyed by the answerer's
+    cache key so that identical requests (a FullContext replay's two views) are one job."""
+    conv = replay.conversation
+    by_id = _message_by_id(conv)
     jobs: dict[str, _Job] = {}
-    plan: list[tuple[Probe, int, str, str]] = []  # probe, request, context key, full key
+    plan: _Plan = []
     for p in probes:
         i = probe_request(replay, p)
         turn = conv.turns[p.asked_at]
@@ -193,7 +204,14 @@ def answer_probes(
             jobs.setdefault(k, _Job(oa))
             keys.append(k)
         plan.append((p, i, keys[0], keys[1]))
-    work = list(jobs.values())
+    return jobs, plan
+
+
+def _answer_all(
+    replay: Any, answerer: CachedModel, work: list[_Job], concurrency: int, on_error: str, progress: bool
+) -> None:
+    """Fill each job's completion (or, with ``on_error="skip"``, its error)."""
+    from tqdm.auto import tqdm
 
     def run(job: _Job) -> None:
         try:
@@ -206,74 +224,118 @@ def answer_probes(
     bar = tqdm(total=len(work), desc=f"answer_probes {replay.strategy}", disable=not progress, leave=False)
     _run_all(run, work, concurrency, bar)
 
-    # the judge grades (question, reference, reply) triples; probes sharing a reply share it
-    verdicts: dict[tuple[str, str, str], tuple[bool | None, Completion | None, str]] = {}
-    if grader is not None:
-        triples = []
-        for p, _, kc, kf in plan:
-            for k in (kc, kf):
-                job = jobs[k]
-                if job.completion is not None:
-                    t = (p.question, p.answer, job.completion.text)
-                    if t not in verdicts:
-                        verdicts[t] = (None, None, "")
-                        triples.append(t)
 
-        def grade(t: tuple[str, str, str]) -> None:
-            try:
-                c = grader.complete(_judge_messages(*t), purpose="judge")
-                verdicts[t] = (_verdict(grader, c.text), c, "")
-            except ModelError as e:
-                if on_error == "raise":
-                    raise
-                verdicts[t] = (None, None, str(e))
+def _judge_all(
+    replay: Any,
+    grader: CachedModel,
+    plan: _Plan,
+    jobs: dict[str, _Job],
+    concurrency: int,
+    on_error: str,
+    progress: bool,
+) -> _Verdicts:
+    """The judge's verdict per (question, reference, reply) triple; probes sharing a reply
+    share it, so each triple is graded once."""
+    from tqdm.auto import tqdm
 
-        bar = tqdm(total=len(triples), desc=f"judge {replay.strategy}", disable=not progress, leave=False)
-        _run_all(grade, triples, concurrency, bar)
-
-    tokens = replay.requests["input_tokens"]
-    matcher = probe_retention(replay, probes).set_index("probe_id")
-    rows = []
-    for p, i, kc, kf in plan:
-        scores: dict[str, Any] = {}
-        used: dict[str, Completion] = {}
-        errors: list[str] = []
-        for view, k in (("context", kc), ("full", kf)):
+    verdicts: _Verdicts = {}
+    triples = []
+    for p, _, kc, kf in plan:
+        for k in (kc, kf):
             job = jobs[k]
-            c = job.completion
-            if c is None:
-                errors.append(f"{view}: {job.error}")
-                scores.update({f"{view}_{s}": pd.NA for s in ("reply", "exact", "match", "f1", "judge", "correct")})
-                continue
-            used[k] = c
-            a, r = normalize_answer(p.answer), normalize_answer(c.text)
-            scores[f"{view}_reply"] = c.text
-            scores[f"{view}_exact"] = bool(a) and a == r
-            scores[f"{view}_match"] = _contains(r, a)
-            scores[f"{view}_f1"] = answer_f1(c.text, p.answer)
-            verdict: Any = pd.NA
-            if grader is not None:
-                v, jc, err = verdicts[(p.question, p.answer, c.text)]
-                if jc is not None:
-                    used["judge:" + jc.key] = jc
-                    verdict = v
-                else:
-                    errors.append(f"{view} judge: {err}")
-            scores[f"{view}_judge"] = verdict
-            scores[f"{view}_correct"] = verdict if grader is not None else scores[f"{view}_match"]
-        usages = [c.usage for c in used.values() if c.usage is not None]
-        rows.append({
-            "conversation": conv.id, "strategy": replay.strategy, "probe_id": p.id, "question": p.question,
-            "answer": p.answer, "category": p.category, "request": i, "tokens_at_probe": int(tokens.iloc[i]),
-            **scores,
-            "answer_in_context": matcher.at[p.id, "answer_in_context"],
-            "findable_full": matcher.at[p.id, "findable_full"], "known": matcher.at[p.id, "known"],
-            "input_tokens": sum(u.input_tokens for u in usages),
-            "output_tokens": sum(u.output_tokens for u in usages),
-            "cost_usd": sum(c.cost_usd for c in used.values()) if used else math.nan,
-            "cached": bool(used) and all(c.cached for c in used.values()),
-            "error": "; ".join(errors),
-        })  # fmt: skip
+            if job.completion is not None:
+                t = (p.question, p.answer, job.completion.text)
+                if t not in verdicts:
+                    verdicts[t] = (None, None, "")
+                    triples.append(t)
+
+    def grade(t: tuple[str, str, str]) -> None:
+        try:
+            c = grader.complete(_judge_messages(*t), purpose="judge")
+            verdicts[t] = (_verdict(grader, c.text), c, "")
+        except ModelError as e:
+            if on_error == "raise":
+                raise
+            verdicts[t] = (None, None, str(e))
+
+    bar = tqdm(total=len(triples), desc=f"judge {replay.strategy}", disable=not progress, leave=False)
+    _run_all(grade, triples, concurrency, bar)
+    return verdicts
+
+
+def _view_scores(
+    view: str,
+    p: Probe,
+    keyed: tuple[str, _Job],
+    grader: CachedModel | None,
+    verdicts: _Verdicts,
+    used: dict[str, Completion],
+    errors: list[str],
+) -> dict[str, Any]:
+    """One view's (``context`` or ``full``) scores of a probe; the completions it used go
+    into ``used`` (keyed so that a shared one is counted once), its failures into ``errors``."""
+    import pandas as pd
+
+    k, job = keyed
+    c = job.completion
+    if c is None:
+        errors.append(f"{view}: {job.error}")
+        return {f"{view}_{s}": pd.NA for s in ("reply", "exact", "match", "f1", "judge", "correct")}
+    used[k] = c
+    a, r = normalize_answer(p.answer), normalize_answer(c.text)
+    scores: dict[str, Any] = {f"{view}_reply": c.text, f"{view}_exact": bool(a) and a == r}
+    scores[f"{view}_match"] = _contains(r, a)
+    scores[f"{view}_f1"] = answer_f1(c.text, p.answer)
+    verdict: Any = pd.NA
+    if grader is not None:
+        v, jc, err = verdicts[(p.question, p.answer, c.text)]
+        if jc is not None:
+            used["judge:" + jc.key] = jc
+            verdict = v
+        else:
+            errors.append(f"{view} judge: {err}")
+    scores[f"{view}_judge"] = verdict
+    scores[f"{view}_correct"] = verdict if grader is not None else scores[f"{view}_match"]
+    return scores
+
+
+def _row(
+    replay: Any,
+    p: Probe,
+    i: int,
+    views: tuple[tuple[str, _Job], tuple[str, _Job]],
+    grader: CachedModel | None,
+    verdicts: _Verdicts,
+    matcher: Any,
+) -> dict[str, Any]:
+    """A probe's row of `ANSWER_COLUMNS`: both views' scores, the offline matcher's, and
+    what its calls cost."""
+    used: dict[str, Completion] = {}
+    errors: list[str] = []
+    scores = {
+        **_view_scores("context", p, views[0], grader, verdicts, used, errors),
+        **_view_scores("full", p, views[1], grader, verdicts, used, errors),
+    }
+    usages = [c.usage for c in used.values() if c.usage is not None]
+    return {
+        "conversation": replay.conversation.id, "strategy": replay.strategy, "probe_id": p.id,
+        "question": p.question, "answer": p.answer, "category": p.category, "request": i,
+        "tokens_at_probe": int(replay.requests["input_tokens"].iloc[i]),
+        **scores,
+        "answer_in_context": matcher.at[p.id, "answer_in_context"],
+        "findable_full": matcher.at[p.id, "findable_full"], "known": matcher.at[p.id, "known"],
+        "input_tokens": sum(u.input_tokens for u in usages),
+        "output_tokens": sum(u.output_tokens for u in usages),
+        "cost_usd": sum(c.cost_usd for c in used.values()) if used else math.nan,
+        "cached": bool(used) and all(c.cached for c in used.values()),
+        "error": "; ".join(errors),
+    }  # fmt: skip
+
+
+def _frame(rows: list[dict[str, Any]], answerer: CachedModel, grader: CachedModel | None) -> Any:
+    """The rows as a frame with nullable booleans, the calls' totals and the agreement."""
+    import pandas as pd
+
     frame = pd.DataFrame(rows, columns=list(ANSWER_COLUMNS))
     for col in ("context_exact", "full_exact", "context_match", "full_match", "context_judge", "full_judge",
                 "context_correct", "full_correct", "answer_in_context", "findable_full", "known"):  # fmt: skip

@@ -164,81 +164,107 @@ def compare(
     full_haystacks: dict = {}
     rows = []
     for rp in replays:
-        f = rp.requests
-        t = rp.totals()
-        conv = rp.conversation
-        n = len(f)
-        priced = float(f["distill_cost_usd"].sum(min_count=1)) if "distill_cost_usd" in f.columns else math.nan
-        if not math.isnan(priced):  # the replay was priced
-            dcost = priced
-        elif price is not None:
-            dcost = float(f["distill_input_tokens"].sum() * price.input + f["distill_output_tokens"].sum() * price.output)
-        else:
-            dcost = math.nan
-        row: dict[str, Any] = {
-            "conversation": conv.id, "strategy": rp.strategy, "requests": n,
-            "input_tokens_sum": int(f["input_tokens"].sum()) if n else 0,
-            "input_tokens_median": float(f["input_tokens"].median()) if n else math.nan,
-            "input_tokens_max": int(f["input_tokens"].max()) if n else 0,
-            "compactions": t.get("compactions", 0), "distill_calls": t.get("distill_calls", 0),
-            "distill_tokens": t.get("distill_tokens", 0), "distill_cost_usd": dcost,
-            "overshoots": t.get("overshoots", 0), "overshoot_tokens_max": t.get("overshoot_tokens_max", 0),
-        }  # fmt: skip
+        row = _size_columns(rp, price)
         if budget is None:
             row["budget_met"], row["budget_note"] = math.nan, ""
         else:
             row["budget_met"], row["budget_note"] = budget_fit(rp, budget)
-        ps = _probes(rp, fixed_probes)
-        row["probes"] = len(ps)
-        findable_ids: set[str] = set()
-        if ps:
-            pr = _probe_frame(rp, ps, full_haystacks)
-            r = _retention_rows(pr, {}, "all")
-            for k in ("findable", "needs_judge", "raw_retention", "retention", "verbatim", "only_in_summary", "lost"):
-                row[k] = r[k]
-            row["retention_denominator"] = r["denominator"]
-            row["probe_retention"] = _mean(pr["evidence_in_context"])
-            row["answer_in_summary"] = _mean(pr["answer_in_summary"])
-            findable_ids = set(pr.loc[pr["findable_full"].fillna(False).astype(bool), "probe_id"])
-        else:
-            row.update(findable=0, needs_judge=0, retention_denominator="0 findable of 0 probes")
-            for k in ("raw_retention", "retention", "verbatim", "only_in_summary", "lost", "probe_retention",
-                      "answer_in_summary"):  # fmt: skip
-                row[k] = math.nan
-        if n:
-            key = id(conv)
-            if key not in full_cache:
-                full_cache[key] = ({}, _message_by_id(conv))
-            seen, by_id = full_cache[key]
-            last = n - 1
-            ids = tuple(rp.available_ids(last))
-            if ids not in seen:
-                seen[ids] = ordered_artifacts(_as_text(Rendered(conv.system, tuple(by_id[m] for m in ids))))
-            ret = _retention(seen[ids], _Held(_rendered_text(rp, last)))
-        else:
-            ret = {c: math.nan for c in (*ARTIFACT_CATEGORIES, "all")}
-        row["artifact_retention"] = ret["all"]
-        for c in ARTIFACT_CATEGORIES:
-            row[f"artifacts_{c}"] = ret[c]
+        findable_ids = _probe_columns(row, rp, _probes(rp, fixed_probes), full_haystacks)
+        row.update(_artifact_columns(rp, full_cache))
         row.update(needs_totals(rp))
         row.update(instructions_totals(rp))
         health = compaction_health(rp)
         row.update({k: len(health[k]) for k in ("inflations", "short_summaries", "distill_fallbacks")})
-        row["answer_accuracy"] = row["answer_accuracy_full"] = row["answer_retention"] = math.nan
-        row["judge_agreement"] = math.nan
-        if answers is not None and len(answers):
-            mine = answers[(answers["strategy"] == rp.strategy) & (answers["conversation"] == conv.id)]
-            if len(mine):
-                row["answer_accuracy"] = _mean(mine["context_correct"])
-                row["answer_accuracy_full"] = _mean(mine["full_correct"])
-                if "probe_id" in mine.columns:
-                    row["answer_retention"] = _mean(mine.loc[mine["probe_id"].isin(findable_ids), "context_correct"])
-                if {"findable_full", "answer_in_context"} <= set(mine.columns):
-                    row["judge_agreement"] = judge_agreement(mine)["full"]
+        row.update(_answer_columns(rp, answers, findable_ids))
         rows.append(row)
     frame = pd.DataFrame(rows, columns=list(COMPARE_COLUMNS))
     frame.attrs.update(columns=dict(COMPARE_MEANINGS), headline=HEADLINE, budget=budget)
     return frame
+
+
+# -- compare's columns, one group each (`COMPARE_MEANINGS` says what each means) ---------------
+
+
+def _size_columns(rp: Any, price: Any) -> dict[str, Any]:
+    """What the replay sent and what its compactions cost: the distill calls at the replay's
+    own prices, else at ``price``, else NaN."""
+    f = rp.requests
+    t = rp.totals()
+    n = len(f)
+    priced = float(f["distill_cost_usd"].sum(min_count=1)) if "distill_cost_usd" in f.columns else math.nan
+    if not math.isnan(priced):  # the replay was priced
+        dcost = priced
+    elif price is not None:
+        dcost = float(f["distill_input_tokens"].sum() * price.input + f["distill_output_tokens"].sum() * price.output)
+    else:
+        dcost = math.nan
+    return {
+        "conversation": rp.conversation.id, "strategy": rp.strategy, "requests": n,
+        "input_tokens_sum": int(f["input_tokens"].sum()) if n else 0,
+        "input_tokens_median": float(f["input_tokens"].median()) if n else math.nan,
+        "input_tokens_max": int(f["input_tokens"].max()) if n else 0,
+        "compactions": t.get("compactions", 0), "distill_calls": t.get("distill_calls", 0),
+        "distill_tokens": t.get("distill_tokens", 0), "distill_cost_usd": dcost,
+        "overshoots": t.get("overshoots", 0), "overshoot_tokens_max": t.get("overshoot_tokens_max", 0),
+    }  # fmt: skip
+
+
+def _probe_columns(row: dict[str, Any], rp: Any, ps: list[Probe], full_haystacks: dict) -> set[str]:
+    """The probes' retention columns, written into ``row``; returns the ids of the probes
+    the full history makes findable (the answers' denominator)."""
+    row["probes"] = len(ps)
+    if not ps:
+        row.update(findable=0, needs_judge=0, retention_denominator="0 findable of 0 probes")
+        for k in ("raw_retention", "retention", "verbatim", "only_in_summary", "lost", "probe_retention",
+                  "answer_in_summary"):  # fmt: skip
+            row[k] = math.nan
+        return set()
+    pr = _probe_frame(rp, ps, full_haystacks)
+    r = _retention_rows(pr, {}, "all")
+    for k in ("findable", "needs_judge", "raw_retention", "retention", "verbatim", "only_in_summary", "lost"):
+        row[k] = r[k]
+    row["retention_denominator"] = r["denominator"]
+    row["probe_retention"] = _mean(pr["evidence_in_context"])
+    row["answer_in_summary"] = _mean(pr["answer_in_summary"])
+    return set(pr.loc[pr["findable_full"].fillna(False).astype(bool), "probe_id"])
+
+
+def _artifact_columns(rp: Any, full_cache: dict[int, tuple[Any, dict[str, Message]]]) -> dict[str, Any]:
+    """The share of the full history's artifacts the last request still held, per category;
+    the full history's artifacts are cached per conversation and set of ids, as replays of
+    one conversation share them."""
+    n = len(rp.requests)
+    conv = rp.conversation
+    if n:
+        key = id(conv)
+        if key not in full_cache:
+            full_cache[key] = ({}, _message_by_id(conv))
+        seen, by_id = full_cache[key]
+        last = n - 1
+        ids = tuple(rp.available_ids(last))
+        if ids not in seen:
+            seen[ids] = ordered_artifacts(_as_text(Rendered(conv.system, tuple(by_id[m] for m in ids))))
+        ret = _retention(seen[ids], _Held(_rendered_text(rp, last)))
+    else:
+        ret = {c: math.nan for c in (*ARTIFACT_CATEGORIES, "all")}
+    return {"artifact_retention": ret["all"], **{f"artifacts_{c}": ret[c] for c in ARTIFACT_CATEGORIES}}
+
+
+def _answer_columns(rp: Any, answers: Any, findable_ids: set[str]) -> dict[str, Any]:
+    """The model's answers for this replay (matched by conversation and strategy), NaN
+    without any."""
+    row = dict.fromkeys(("answer_accuracy", "answer_accuracy_full", "answer_retention", "judge_agreement"), math.nan)
+    if answers is None or not len(answers):
+        return row
+    mine = answers[(answers["strategy"] == rp.strategy) & (answers["conversation"] == rp.conversation.id)]
+    if len(mine):
+        row["answer_accuracy"] = _mean(mine["context_correct"])
+        row["answer_accuracy_full"] = _mean(mine["full_correct"])
+        if "probe_id" in mine.columns:
+            row["answer_retention"] = _mean(mine.loc[mine["probe_id"].isin(findable_ids), "context_correct"])
+        if {"findable_full", "answer_in_context"} <= set(mine.columns):
+            row["judge_agreement"] = judge_agreement(mine)["full"]
+    return row
 
 
 def _limit_text(limit: Any) -> str:

@@ -11,6 +11,7 @@ record belongs to the turn iff its list equals it) or, when no record carries a 
 
 from __future__ import annotations
 
+from itertools import chain
 from typing import Any, Iterable, Iterator, Mapping, NamedTuple
 
 from ..messages import AssistantMessage, Message, UserInput
@@ -55,7 +56,7 @@ class _Turn(NamedTuple):
 
 
 class _Eager(NamedTuple):
-    """What `Assembler.run` took of a bracket's own turn as its records came (see there)."""
+    """What `Assembler._eager` took of a bracket's own turn as its records came (see there)."""
 
     user: UserInput | None
     pending: list[Message]
@@ -109,120 +110,142 @@ class Assembler:
 
     def run(self, lines: Iterable[Line]) -> Iterator[TurnRecord]:
         """Read ``lines`` — ``(line, generation, event, fields, context, time, raw)``, see
-        `parse_lines` — and yield each record as its response line is read.
-
-        The one per-line path of every reader, so it is kept lean: the open bracket's
-        span, its shortest turn-id list and that list's length live in locals, and a line
-        inside a bracket is dealt with in place (see benchmarks/journal.py).
-
-        Once the open bracket's turn is known for good — a record with one turn id, as the
-        turn's own records are in every journal with turn scopes — its records are taken
-        as they come (*eager*): messages and usage rows of the common shapes are built at
-        once (`_codec.common`), the others kept as `Item` s and decoded when the response
-        arrives, exactly as `_by_turn_id` would (so a bad record is reported at the same
-        point, and never in a bracket that does not close). After the first own message
-        that is not of a common shape, the bracket's later own messages wait too, so the
-        turn's messages keep their order."""
+        `parse_lines` — and yield each record as its response line is read. The one per-line
+        path of every reader, kept lean (benchmarks/journal.py): a bracket's lines are read by
+        `_bracket` (then `_eager`) from the same iterator, state in locals, no call per line."""
         if self.validate_all:
             lines = self._validated(lines)
+        lines = iter(lines)
         kind_of = KIND.get
-        new_item = _new_item
-        common, common_usage, calls_inexact = _codec.common, _codec.common_usage, _codec.calls_inexact
+        for line, gen, event, fields, ctx, t, raw in lines:
+            kind = kind_of(event, 0)
+            if kind == _REQUEST:
+                self._request(line, fields, t, raw)
+                reopened, record = self._bracket(lines)
+                while reopened:  # a second request inside opened the bracket again
+                    reopened, record = self._bracket(lines)
+                if record is not None:
+                    yield record
+            elif kind == _RESPONSE:
+                self._response(line, fields, t, raw, None)  # no bracket open: noted, ignored
+            else:
+                if kind == _OLD_USAGE and fields.get("inputTokens") is None and fields.get("outputTokens") is None:
+                    kind = 0  # a newer harpe.model.replied: provider and model only (`carries_tokens`)
+                self._outside(Item(kind, line, event, fields, turn_ids(ctx) if ctx else (), gen, t, raw))
+
+    def _bracket(self, lines: Iterator[Line]) -> tuple[bool, TurnRecord | None]:
+        """The open bracket's lines up to its response: (a second request opened it again,
+        the record). Records are held in its span until its turn is known for good — a record
+        with one turn id, as in every journal with turn scopes; from there `_eager` reads on."""
+        kind_of, new_item = KIND.get, _new_item
         eager_ok = _codec.BARE and self.rows is None  # Journal.usage wants every row's line and time
         known: dict[str, tuple[str, ...]] = {}  # a scope string's turn ids, within one bracket
-        span: list[Item] | None = None  # the open bracket's span (None: no bracket open)
-        depth, key = _NO_TURN, ()  # the shortest turn-id list in the open bracket, and its length
-        eager = False
-        user: UserInput | None = None  # eager: the turn so far
-        pending: list[Message] = []
-        late: list[Item] = []  # eager: own messages after the first one not of a common shape
-        end: Item | None = None
-        own: list[Any] = []  # eager: usage rows, each a `Usage` or an `Item` to decode later
-        other: list[Any] = []
-        metering = False
+        span = self.span
+        depth, key = _NO_TURN, ()  # the shortest turn-id list in the bracket, and its length
         for line, gen, event, fields, ctx, t, raw in lines:
             kind = kind_of(event, 0)
             if kind == _OLD_USAGE and fields.get("inputTokens") is None and fields.get("outputTokens") is None:
                 kind = 0  # a newer harpe.model.replied: provider and model only (`carries_tokens`)
-            if span is not None:
-                if kind > _RESPONSE:  # a record the turn logic reads
-                    if not ctx:
-                        turns = ()
-                    elif len(ctx) == 1:
-                        s = ctx[0]
-                        turns = known.get(s)
-                        if turns is None:
-                            turns = known[s] = (s[_TP_LEN:],) if s.startswith(TURN_PREFIX) else ()
-                    else:
-                        turns = turn_ids(ctx)
-                    if not eager:
-                        if turns and len(turns) < depth:
-                            depth, key = len(turns), turns
-                            if depth == 1 and eager_ok:
-                                eager, user, pending, late, end, own = True, None, [], [], None, []
-                                other, metering = _go_eager(span)
-                        if not eager:
-                            span.append(new_item(Item, (kind, line, event, fields, turns, gen, t, raw)))
+            if kind > _RESPONSE:  # a record the turn logic reads
+                # inline, as in `_eager`: a call per line would cost the reader its speed
+                if not ctx:
+                    turns = ()
+                elif len(ctx) == 1:
+                    s = ctx[0]
+                    turns = known.get(s)
+                    if turns is None:
+                        turns = known[s] = (s[_TP_LEN:],) if s.startswith(TURN_PREFIX) else ()
+                else:
+                    turns = turn_ids(ctx)
+                if turns and len(turns) < depth:
+                    depth, key = len(turns), turns
+                    if depth == 1 and eager_ok:  # this line is the turn's own: `_eager` reads it first
+                        return self._eager(chain(((line, gen, event, fields, ctx, t, raw),), lines), key,
+                                           *_go_eager(span))
+                span.append(new_item(Item, (kind, line, event, fields, turns, gen, t, raw)))
+            elif kind == 0:
+                if ctx and depth != 1:  # only the shortest turn-id list matters; none is shorter than 1
+                    turns = turn_ids(ctx)
+                    if turns and len(turns) < depth:
+                        depth, key = len(turns), turns
+                        if depth == 1 and eager_ok:
+                            return self._eager(lines, key, *_go_eager(span))
+            elif kind == _REQUEST:
+                self._request(line, fields, t, raw)
+                return True, None
+            else:
+                return False, self._response(line, fields, t, raw, key if depth != _NO_TURN else None)
+        return False, None
+
+    def _eager(
+        self, lines: Iterator[Line], key: tuple[str, ...], other: list[Any], metering: bool
+    ) -> tuple[bool, TurnRecord | None]:
+        """The rest of a bracket whose turn is ``key`` for good, as `_bracket` returns it;
+        ``other``: its other usage rows so far. Messages and usage rows of the common shapes
+        are built as they come (`_codec.common`), the others decoded at the response, as
+        `_by_turn_id` would (a bad record reported at the same point, never in a bracket that
+        does not close); after an own message of no common shape the later ones wait too."""
+        kind_of, new_item = KIND.get, _new_item
+        common, common_usage, calls_inexact = _codec.common, _codec.common_usage, _codec.calls_inexact
+        known: dict[str, tuple[str, ...]] = {}
+        span = self.span  # from here, only nested turns' records (for the scope order)
+        user: UserInput | None = None
+        pending: list[Message] = []  # the turn's messages after its user input, in order
+        late: list[Item] = []  # own messages after the first one not of a common shape
+        end: Item | None = None
+        own: list[Any] = []  # usage rows, each a `Usage` or an `Item` to decode later
+        for line, gen, event, fields, ctx, t, raw in lines:
+            kind = kind_of(event, 0)
+            if kind == _OLD_USAGE and fields.get("inputTokens") is None and fields.get("outputTokens") is None:
+                kind = 0
+            if kind > _RESPONSE:  # (a kind 0 line, a scope alone, can tell nothing new now)
+                if not ctx:  # inline, as in `_bracket`
+                    turns = ()
+                elif len(ctx) == 1:
+                    s = ctx[0]
+                    turns = known.get(s)
+                    if turns is None:
+                        turns = known[s] = (s[_TP_LEN:],) if s.startswith(TURN_PREFIX) else ()
+                else:
+                    turns = turn_ids(ctx)
+                if turns == key:
+                    if kind == _MESSAGE and not late:
+                        m = common(fields)
+                        if m is not None and (type(m) is not AssistantMessage or raw is None
+                                              or not m.calls or not calls_inexact(m.calls)):
+                            if type(m) is UserInput:
+                                if user is None:
+                                    user = m  # a later user input of the same turn is dropped
+                            else:
+                                pending.append(m)
                             continue
-                    if turns == key:
-                        if kind == _MESSAGE and not late:
-                            m = common(fields)
-                            if m is not None and (type(m) is not AssistantMessage or raw is None
-                                                  or not m.calls or not calls_inexact(m.calls)):
-                                if type(m) is UserInput:
-                                    if user is None:
-                                        user = m  # a later user input of the same turn is dropped
-                                else:
-                                    pending.append(m)
-                                continue
-                            late.append(new_item(Item, (kind, line, event, fields, turns, gen, t, raw)))
-                        elif kind == _USAGE:
-                            metering = True
-                            u = common_usage(fields)
-                            own.append(new_item(Item, (kind, line, event, fields, turns, gen, t, raw))
-                                       if u is None else u)
-                        elif kind == _END:
-                            if end is None:
-                                end = new_item(Item, (kind, line, event, fields, turns, gen, t, raw))
-                        elif kind == _OLD_USAGE:
-                            own.append(new_item(Item, (kind, line, event, fields, turns, gen, t, raw)))
-                        else:  # an own message after an uncommon one, or a legacy ``started``
-                            late.append(new_item(Item, (kind, line, event, fields, turns, gen, t, raw)))
+                        late.append(new_item(Item, (kind, line, event, fields, turns, gen, t, raw)))
                     elif kind == _USAGE:
                         metering = True
                         u = common_usage(fields)
-                        other.append(new_item(Item, (kind, line, event, fields, turns, gen, t, raw))
-                                     if u is None else u)
+                        own.append(new_item(Item, (kind, line, event, fields, turns, gen, t, raw)) if u is None else u)
+                    elif kind == _END:
+                        if end is None:
+                            end = new_item(Item, (kind, line, event, fields, turns, gen, t, raw))
                     elif kind == _OLD_USAGE:
-                        other.append(new_item(Item, (kind, line, event, fields, turns, gen, t, raw)))
-                    elif len(turns) > 1:  # a nested turn's record: it tells the scope order
-                        span.append(new_item(Item, (kind, line, event, fields, turns, gen, t, raw)))
-                    continue
-                if kind == 0:
-                    # only the shortest turn-id list matters, and none is shorter than 1
-                    if ctx and depth != 1:
-                        turns = turn_ids(ctx)
-                        if turns and len(turns) < depth:
-                            depth, key = len(turns), turns
-                            if depth == 1 and eager_ok:
-                                eager, user, pending, late, end, own = True, None, [], [], None, []
-                                other, metering = _go_eager(span)
-                    continue
-            if kind == _REQUEST:
+                        own.append(new_item(Item, (kind, line, event, fields, turns, gen, t, raw)))
+                    else:  # an own message after an uncommon one, or a legacy ``started``
+                        late.append(new_item(Item, (kind, line, event, fields, turns, gen, t, raw)))
+                elif kind == _USAGE:
+                    metering = True
+                    u = common_usage(fields)
+                    other.append(new_item(Item, (kind, line, event, fields, turns, gen, t, raw)) if u is None else u)
+                elif kind == _OLD_USAGE:
+                    other.append(new_item(Item, (kind, line, event, fields, turns, gen, t, raw)))
+                elif len(turns) > 1:  # a nested turn's record: it tells the scope order
+                    span.append(new_item(Item, (kind, line, event, fields, turns, gen, t, raw)))
+            elif kind == _REQUEST:
                 self._request(line, fields, t, raw)
-                span, depth, key, eager = self.span, _NO_TURN, (), False
-                known.clear()
+                return True, None
             elif kind == _RESPONSE:
-                if eager:
-                    record = self._response(line, fields, t, raw, key,
-                                            _Eager(user, pending, late, end, own, other, metering, span))
-                else:
-                    record = self._response(line, fields, t, raw, key if depth != _NO_TURN else None)
-                span, eager = None, False
-                if record is not None:
-                    yield record
-            else:
-                self._outside(Item(kind, line, event, fields, turn_ids(ctx) if ctx else (), gen, t, raw))
+                eager = _Eager(user, pending, late, end, own, other, metering, span)
+                return False, self._response(line, fields, t, raw, key, eager)
+        return False, None
 
     def _outside(self, item: Item) -> None:
         """A line outside any bracket: before the first one, the fold's or a SessionLog's."""
@@ -279,7 +302,7 @@ class Assembler:
     def _response(self, line: int, fields: Mapping[str, Any], t: Any, raw: bytes | None,
                   key: tuple[str, ...] | None, eager: _Eager | None = None) -> TurnRecord | None:
         """Close the open bracket; ``key``: its shortest turn-id list (``None``: no record in
-        it carries a turn scope); ``eager``: what `run` took of the turn already."""
+        it carries a turn scope); ``eager``: what `_eager` took of the turn already."""
         if not self.open:
             self.lines.note(line, "response without an open request; ignored (pairing is positional)", RESPONSE)
             return None
@@ -319,7 +342,7 @@ class Assembler:
         seen first; a record is the turn's own iff its turn-id list equals it."""
         k = len(key)
         user: UserInput | None = None
-        pending: list[Message] = []
+        pending: list[Message] = []  # the turn's messages after its user input, in order
         end: Item | None = None
         own: list[Item] = []
         other: list[Item] = []
@@ -356,7 +379,7 @@ class Assembler:
         return _Turn(outcome(user, pending, end, lines), own, other, metering, turn_id, end is not None)
 
     def _eager_turn(self, taken: _Eager, key: tuple[str, ...]) -> _Turn | None:
-        """`_by_turn_id` for a bracket `run` read eagerly (its turn id list ``key`` has one
+        """`_by_turn_id` for a bracket `_eager` read (its turn id list ``key`` has one
         id): the rest of its loop, over the records it left for now."""
         user, pending, late, end, own, other, metering, nested = taken
         for item in nested:
@@ -385,7 +408,7 @@ class Assembler:
         data: TurnData | None = None
         depth = 0
         user: UserInput | None = None
-        pending: list[Message] = []
+        pending: list[Message] = []  # the turn's messages after its user input, in order
         own: list[Item] = []
         own_now: list[Item] = []
         other: list[Item] = []

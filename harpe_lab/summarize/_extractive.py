@@ -230,6 +230,110 @@ def _features(text: str) -> tuple[set[str], str, float, bool, bool]:
     return (content_words(text), text.lower(), 1.5 * min(3, sum(len(v) for v in found.values())),
             bool(_DECISION.search(text)), bool(_ERRORISH.search(text)))  # fmt: skip
 
+# -- the two halves of `ExtractiveDistiller._keep`. A position counts through the previous summary's
+# artifacts in `_LABELS` order; a cost is an artifact's length in the block plus 4 ("`" twice, ", ").
+
+
+def _choose(state: _Prior, ranked: list[tuple[str, str]], again_at: list[int],
+            room: int) -> tuple[list[tuple[str, str]], list[int], int]:  # fmt: skip
+    """(the ``ranked`` kept, the positions below ``cut`` the greedy pass kept, cut): the newest
+    mentioned that fit ``room``; when all do, the run of the previous summary's others from ``cut``
+    on that still fits (bisection over its running costs); then greedily the rest (the mentioned,
+    then the others before cut, newest first) until not even the cheapest would fit."""
+    ranked_costs = list(map((4).__add__, map(len, map(itemgetter(1), ranked))))
+    fit = bisect_right(list(accumulate(ranked_costs)), room)
+    keep = ranked[:fit]
+    used = sum(ranked_costs[:fit])
+    costs, before = state.costs, state.before
+    cut = k = len(costs)  # the previous summary's artifacts not mentioned again from cut on are kept
+    if fit == len(ranked):
+        left = room - used
+        hi = k
+        for x in chain(reversed(again_at), (-1,)):
+            span = before[hi] - before[x + 1]
+            if span <= left:
+                left -= span
+                hi = x
+                continue
+            cut = bisect_left(before, before[hi] - left, x + 1, hi)
+            left -= before[hi] - before[cut]
+            break
+        else:
+            cut = 0
+        used = room - left
+    rest_costs = ranked_costs[fit:]
+    lows, lo = [], 0  # the cheapest of each run of others before cut, between the mentioned again
+    for x in again_at:
+        if x >= cut:
+            break
+        if x > lo:
+            lows.append(min(costs[lo:x]))
+        lo = x + 1
+    if cut > lo:
+        lows.append(min(costs[lo:cut]))
+    extra: list[int] = []
+    if rest_costs or lows:
+        cheapest = min(min(rest_costs, default=_SPAN), min(lows, default=_SPAN))
+        for key, cost in zip(ranked[fit:], rest_costs):
+            if used + cheapest > room:
+                return keep, extra, cut
+            if used + cost <= room:
+                keep.append(key)
+                used += cost
+        again_set = set(again_at)
+        for p in range(cut - 1, -1, -1):
+            if p in again_set:
+                continue
+            if used + cheapest > room:
+                break
+            if used + costs[p] <= room:
+                extra.append(p)
+                used += costs[p]
+    return keep, extra, cut
+
+
+def _carry(
+    state: _Prior, below: list[int], cut: int, new_by: dict[str, list[str]], kept_new: Collection[tuple[str, str]]
+) -> tuple[dict[str, list[str]], dict[str, dict[str, int]], dict[str, int], dict[str, list[int]]]:
+    """`ExtractiveDistiller._keep`'s result but the omitted count: per category, the kept in the
+    order of first mention (those before ``cut`` kept, ``below``, first; the run from ``cut`` on
+    keeping its entries, shifted by the base; then the new ones kept), their index, base, costs."""
+    index, base, prior, costs = state.index, state.base, state.kept, state.costs
+    kept: dict[str, list[str]] = {}
+    next_index: dict[str, dict[str, int]] = {}
+    next_base: dict[str, int] = {}
+    next_cost: dict[str, list[int]] = {}
+    for c, (s, e) in state.bounds.items():
+        vs = prior[c]
+        out = [vs[p - s] for p in below if s <= p < e]
+        if cut >= e:  # none kept but those before cut
+            cs = [costs[p] for p in below if s <= p < e]
+            next_index[c] = dict(zip(out, count()))
+            next_base[c] = 0
+        elif out or cut > s:
+            # the ones before cut leave the index and the kept of them come back first
+            cs = [costs[p] for p in below if s <= p < e]
+            cs += costs[cut:e]
+            shift = next_base[c] = base[c] + (cut - s) - len(out)
+            ix = next_index[c] = index[c].copy()
+            for v in vs[: cut - s]:
+                del ix[v]
+            ix.update(zip(out, count(shift)))
+            out += vs[cut - s :]
+        else:  # the whole category kept, each where it was
+            out = vs.copy()
+            cs = state.cost[c].copy()
+            next_index[c] = index[c].copy()
+            next_base[c] = base[c]
+        if new_by[c] and kept_new:
+            added = [v for v in new_by[c] if (c, v) in kept_new]
+            next_index[c].update(zip(added, count(next_base[c] + len(out))))
+            out += added
+            cs += map((4).__add__, map(len, added))
+        kept[c] = out
+        next_cost[c] = cs
+    return kept, next_index, next_base, next_cost
+
 
 @dataclass(frozen=True)
 class ExtractiveDistiller:
@@ -341,7 +445,6 @@ class ExtractiveDistiller:
         last, so only the mentioned ones are sorted; the run of the rest that fits is found
         by bisection over the previous summary's running costs."""
         index, base, prior = state.index, state.base, state.kept
-        k = len(state.costs)
         again: list[tuple[str, str]] = []  # mentioned again, in the order of first mention
         new: list[tuple[str, str]] = []
         new_by: dict[str, list[str]] = {c: [] for c in _LABELS}
@@ -355,8 +458,7 @@ class ExtractiveDistiller:
         lines = [c for c in _LABELS if new_by[c] or prior[c]]
         length += sum(len(_LABELS[c]) for c in lines) + len(lines) - 1 if lines else 0
         if length <= self.max_chars:
-            next_index = {}
-            next_cost = {}
+            next_index, next_cost = {}, {}
             for c in _LABELS:
                 next_index[c] = index[c].copy()
                 next_cost[c] = state.cost[c].copy()
@@ -364,111 +466,22 @@ class ExtractiveDistiller:
                     next_index[c].update(zip(new_by[c], count(base[c] + len(prior[c]))))
                     next_cost[c] += map((4).__add__, map(len, new_by[c]))
             return {c: prior[c] + new_by[c] for c in _LABELS}, 0, next_index, base, next_cost
-
-        room = self.max_chars - 40 - 15 * len(_LABELS)
         start = {c: s - base[c] for c, (s, _) in state.bounds.items()}
         at = {key: start[key[0]] + index[key[0]][key[1]] for key in again}
         again.sort(key=at.__getitem__)  # the order of first mention: the previous summary's first
         # newest mention first; the sort is stable (reverse=True included), so ties go to
         # the first in the order of first mention
         ranked = sorted(again + new, key=mentioned.__getitem__, reverse=True)
-        ranked_costs = list(map((4).__add__, map(len, map(itemgetter(1), ranked))))
-        fit = bisect_right(list(accumulate(ranked_costs)), room)
-        keep = ranked[:fit]
-        used = sum(ranked_costs[:fit])
-        again_at = list(map(at.__getitem__, again))  # ascending
-        again_set = set(again_at)
-        costs, before = state.costs, state.before
-        cut = k  # the previous summary's artifacts not mentioned again from cut on are kept
-        if fit == len(ranked):
-            left = room - used
-            hi = k
-            for x in chain(reversed(again_at), (-1,)):
-                span = before[hi] - before[x + 1]
-                if span <= left:
-                    left -= span
-                    hi = x
-                    continue
-                cut = bisect_left(before, before[hi] - left, x + 1, hi)
-                left -= before[hi] - before[cut]
-                break
-            else:
-                cut = 0
-            used = room - left
-        # the greedy pass over the rest: the mentioned that did not fit, then the others
-        # before cut, newest first
-        rest_costs = ranked_costs[fit:]
-        lows = []
-        lo = 0
-        for x in again_at:
-            if x >= cut:
-                break
-            if x > lo:
-                lows.append(min(costs[lo:x]))
-            lo = x + 1
-        if cut > lo:
-            lows.append(min(costs[lo:cut]))
-        extra: list[int] = []
-        if rest_costs or lows:
-            cheapest = min(min(rest_costs, default=_SPAN), min(lows, default=_SPAN))
-            stopped = False
-            for key, cost in zip(ranked[fit:], rest_costs):
-                if used + cheapest > room:
-                    stopped = True
-                    break
-                if used + cost <= room:
-                    keep.append(key)
-                    used += cost
-            if not stopped:
-                for p in range(cut - 1, -1, -1):
-                    if p in again_set:
-                        continue
-                    if used + cheapest > room:
-                        break
-                    if used + costs[p] <= room:
-                        extra.append(p)
-                        used += costs[p]
+        room = self.max_chars - 40 - 15 * len(_LABELS)
+        keep, extra, cut = _choose(state, ranked, list(map(at.__getitem__, again)), room)
         # back to the order of first mention, per category: the previous summary's kept
         # (those before cut that were kept, then all from cut on: when any artifact
         # mentioned again is left out, cut is past the end), then the new ones kept
         kept_again = {at[key] for key in keep if key in at}
         below = sorted(chain(extra, (p for p in kept_again if p < cut)))
         kept_new = set(keep).difference(at) if len(keep) > len(kept_again) else ()
-        kept: dict[str, list[str]] = {}
-        next_index: dict[str, dict[str, int]] = {}
-        next_base: dict[str, int] = {}
-        next_cost: dict[str, list[int]] = {}
-        for c, (s, e) in state.bounds.items():
-            vs = prior[c]
-            out = [vs[p - s] for p in below if s <= p < e]
-            if cut >= e:  # none kept but those before cut
-                cs = [costs[p] for p in below if s <= p < e]
-                next_index[c] = dict(zip(out, count()))
-                next_base[c] = 0
-            elif out or cut > s:
-                # the run from cut on keeps its entries, shifted by the base; the ones before
-                # cut leave the index and the kept of them come back first
-                cs = [costs[p] for p in below if s <= p < e]
-                cs += costs[cut:e]
-                shift = next_base[c] = base[c] + (cut - s) - len(out)
-                ix = next_index[c] = index[c].copy()
-                for v in vs[: cut - s]:
-                    del ix[v]
-                ix.update(zip(out, count(shift)))
-                out += vs[cut - s :]
-            else:  # the whole category kept, each where it was
-                out = vs.copy()
-                cs = state.cost[c].copy()
-                next_index[c] = index[c].copy()
-                next_base[c] = base[c]
-            if new_by[c] and kept_new:
-                added = [v for v in new_by[c] if (c, v) in kept_new]
-                next_index[c].update(zip(added, count(next_base[c] + len(out))))
-                out += added
-                cs += map((4).__add__, map(len, added))
-            kept[c] = out
-            next_cost[c] = cs
-        return kept, k + len(new) - sum(map(len, kept.values())), next_index, next_base, next_cost
+        kept, next_index, next_base, next_cost = _carry(state, below, cut, new_by, kept_new)
+        return kept, len(state.costs) + len(new) - sum(map(len, kept.values())), next_index, next_base, next_cost
 
     def _fold_any(self, prior: str, segments: list[tuple[str, str]]) -> str:
         """The fold for a previous summary whose artifacts repeat (one this distiller did

@@ -14,6 +14,32 @@ from ._render import _compare_table_html, _error_html, _measure_html, _message_h
 __all__ = ["Compare"]
 
 
+def _strategies(
+    strategies: Sequence[str] | Mapping[str, Callable[[], Any]],
+) -> tuple[dict[str, Any], dict[str, Callable[[], Any] | None]]:
+    """(label → preset, label → factory): a preset's factory is ``None`` (built per budget),
+    a factory given directly is kept as it is."""
+    presets: dict[str, Any] = {}
+    factories: dict[str, Callable[[], Any] | None] = {}
+    if isinstance(strategies, Mapping):
+        for label, factory in strategies.items():
+            if not callable(factory):
+                raise HarpeLabError(f"`strategies[{label!r}]` must be a zero-argument context factory, "
+                                    f"but {type(factory).__name__} was passed.")  # fmt: skip
+            factories[str(label)] = factory
+    elif isinstance(strategies, (str, bytes)) or not isinstance(strategies, Sequence):
+        raise HarpeLabError(f"`strategies` must be a list of preset names or a dict of label → factory, "
+                            f"but {strategies!r} was passed.")  # fmt: skip
+    else:
+        for name in strategies:
+            presets[name] = _check_preset(name, "strategies")
+            factories[name] = None
+    if not factories:
+        raise HarpeLabError("`strategies` must name at least one strategy, but none was passed.")
+    return presets, factories
+
+
+
 class Compare(_Guarded):
     """Several strategies on one conversation, side by side, with their comparison table.
 
@@ -58,30 +84,11 @@ class Compare(_Guarded):
                  distill: Any = None, probes: Any = None, limit: int | str | None = None, dpi: float = 72) -> None:
         import ipywidgets as w
 
-        from ..plots import TokenUsePlot
-        from ..presets import DEFAULT_BUDGET
-
         if not isinstance(conversation, Conversation):
             raise HarpeLabError(f"`conversation` must be a Conversation, but {type(conversation).__name__} was passed.")
         from ..evaluate import with_probe_turn
 
-        self._presets: dict[str, Any] = {}
-        self._factories: dict[str, Callable[[], Any] | None] = {}
-        if isinstance(strategies, Mapping):
-            for label, factory in strategies.items():
-                if not callable(factory):
-                    raise HarpeLabError(f"`strategies[{label!r}]` must be a zero-argument context factory, "
-                                        f"but {type(factory).__name__} was passed.")  # fmt: skip
-                self._factories[str(label)] = factory
-        elif isinstance(strategies, (str, bytes)) or not isinstance(strategies, Sequence):
-            raise HarpeLabError(f"`strategies` must be a list of preset names or a dict of label → factory, "
-                                f"but {strategies!r} was passed.")  # fmt: skip
-        else:
-            for name in strategies:
-                self._presets[name] = _check_preset(name, "strategies")
-                self._factories[name] = None
-        if not self._factories:
-            raise HarpeLabError("`strategies` must name at least one strategy, but none was passed.")
+        self._presets, self._factories = _strategies(strategies)
         budget_knobs = [p.budget_knob for p in self._presets.values() if p.budget_knob is not None]
         if budget is not None:
             budget = _check_knob(budget_knobs[0] if budget_knobs else _knob_specs()["budget"], budget, "budget")
@@ -109,7 +116,23 @@ class Compare(_Guarded):
         self.frame: Any = None
         self._cache: dict[tuple, Any] = {}
 
-        peak = _full_history_peak(conversation, self.counter)
+        self._build_budget(w, budget, budget_knobs, window)
+        self._build_views(w)
+        self._build_figures(dpi)
+        self.budget.observe(self._guard(self._on_budget), names="value")
+        self.budget_value.observe(self._guard(lambda change: self._on_typed(change.new)), names="value")
+        self._guard(self.refresh)()
+        if self.last_error is not None:
+            raise self.last_error
+
+    # -- construction: the budget control, the views, the figures ------------------------------
+
+    def _build_budget(self, w: Any, budget: int | None, budget_knobs: list[Any], window: int | None) -> None:
+        """The budget slider and its text box; its range fits the presets' budget knobs to the
+        conversation (up to the window when one is known)."""
+        from ..presets import DEFAULT_BUDGET
+
+        peak = _full_history_peak(self.conversation, self.counter)
         ranges = [_knob_range(k, peak, window) for k in budget_knobs] or [(1, max(2, int(peak * 1.1)))]
         lo, hi = max(r[0] for r in ranges), max(r[1] for r in ranges)
         value = budget if budget is not None else (DEFAULT_BUDGET if DEFAULT_BUDGET <= hi else max(lo, hi // 2))
@@ -130,6 +153,9 @@ class Compare(_Guarded):
         self.message = w.HTML()
         self.message.add_class("harpe-message-area")
         self._typing = False
+
+    def _build_views(self, w: Any) -> None:
+        """The overlay plot, one panel per strategy, the table, and their layout."""
         # no margin: at 100% of a narrow area a widget's usual margin would overflow it
         self.plot = w.Image(format="png", layout=w.Layout(width="100%", max_width="900px", margin="0"))
         self.plot.add_class("harpe-compare-plot")
@@ -150,6 +176,9 @@ class Compare(_Guarded):
                              layout=w.Layout(max_width="100%"))  # fmt: skip
         self.widget.add_class("harpe-compare")
 
+    def _build_figures(self, dpi: float) -> None:
+        from ..plots import TokenUsePlot
+
         self._figure = _figure(9, 3.6, dpi, right=0.78)  # the legend sits to the right
         self._overlay_ax = self._figure.add_subplot()
         self._panel_figs = {}
@@ -157,11 +186,6 @@ class Compare(_Guarded):
             fig = _figure(4.2, 2.6, dpi, left=0.17, right=0.97)
             view = TokenUsePlot(fig.add_subplot(), legend=None)
             self._panel_figs[name] = (view, _Redraw(fig, view))
-        self.budget.observe(self._guard(self._on_budget), names="value")
-        self.budget_value.observe(self._guard(lambda change: self._on_typed(change.new)), names="value")
-        self._guard(self.refresh)()
-        if self.last_error is not None:
-            raise self.last_error
 
     def _on_budget(self, change: Any) -> None:
         self._show_budget()

@@ -17,6 +17,50 @@ from ._render import _COUNTS, _error_html, _measure_html, _message_html, _summar
 __all__ = ["Explorer"]
 
 
+def _given_knobs(strategy: str, budget: int | None, knobs: dict[str, Any]) -> dict[str, int]:
+    """The knobs passed by name and ``budget`` (set on the preset's budget knob), each checked."""
+    preset = _check_preset(strategy)
+    specs = _knob_specs()
+    for name in knobs:
+        if name not in specs:
+            raise HarpeLabError(f"`{name}` is not a knob of any preset: the knobs are {list(specs)} "
+                                f"(and `budget`, which sets the preset's budget knob).")  # fmt: skip
+    param = {name: name for name in knobs}
+    if budget is not None:
+        target = preset.budget_knob.name if preset.budget_knob is not None else "budget"
+        if target != "budget" and target in knobs:
+            raise HarpeLabError(f"pass `budget` or `{target}`, not both: for {strategy!r} the budget is its {target}.")
+        knobs[target], param[target] = budget, "budget"
+    mine = {k.name: k for k in preset.knobs}
+    given: dict[str, int] = {}
+    for name, value in knobs.items():
+        if value is not None:
+            given[name] = _check_knob(mine.get(name, specs[name]), value, param[name])
+    return given
+
+
+def _check_options(*, limit: Any, dpi: float, figsize: Any, cache_size: Any, datasets: Any, distill: Any,
+                   calibrate: Any, pricing: Any) -> None:  # fmt: skip
+    """Every other argument checked before any widget exists, so a bad one fails at once."""
+    from ..models import model_input_limit
+
+    if limit is not None:
+        model_input_limit(limit)  # a bad count or an unknown model fails here, not at the first redraw
+    _check_positive("dpi", dpi)
+    if not (isinstance(figsize, (tuple, list)) and len(figsize) == 2):
+        raise HarpeLabError(f"`figsize` must be a (width, height) pair in inches, but {figsize!r} was passed.")
+    for value in figsize:
+        _check_positive("figsize", value)
+    if isinstance(cache_size, bool) or not isinstance(cache_size, int) or cache_size < 1:
+        raise HarpeLabError(f"`cache_size` must be an int >= 1, but {cache_size!r} was passed.")
+    if not isinstance(datasets, bool):
+        raise HarpeLabError(f"`datasets` must be True or False, but {datasets!r} was passed.")
+    if distill is not None and not callable(distill):
+        raise HarpeLabError(f"`distill` must be a callable Rendered -> str | None, but {distill!r} was passed.")
+    _check_measure_options(calibrate, pricing)
+
+
+
 class Explorer(_Guarded):
     """Replay a conversation under a strategy and tune it by dragging.
 
@@ -69,43 +113,9 @@ class Explorer(_Guarded):
         if not isinstance(redact, bool):
             raise HarpeLabError(f"`redact` must be True or False, but {redact!r} was passed.")
         self.redact = redact
-
-        from ..models import model_input_limit
-        from ..plots import TokenUsePlot
-        from ..presets import PRESETS
-
-        preset = _check_preset(strategy)
-        specs = _knob_specs()
-        for name in knobs:
-            if name not in specs:
-                raise HarpeLabError(f"`{name}` is not a knob of any preset: the knobs are {list(specs)} "
-                                    f"(and `budget`, which sets the preset's budget knob).")  # fmt: skip
-        param = {name: name for name in knobs}
-        if budget is not None:
-            target = preset.budget_knob.name if preset.budget_knob is not None else "budget"
-            if target != "budget" and target in knobs:
-                raise HarpeLabError(f"pass `budget` or `{target}`, not both: for {strategy!r} the budget is its {target}.")
-            knobs[target], param[target] = budget, "budget"
-        mine = {k.name: k for k in preset.knobs}
-        given: dict[str, int] = {}
-        for name, value in knobs.items():
-            if value is not None:
-                given[name] = _check_knob(mine.get(name, specs[name]), value, param[name])
-        if limit is not None:
-            model_input_limit(limit)  # a bad count or an unknown model fails here, not at the first redraw
-        _check_positive("dpi", dpi)
-        if not (isinstance(figsize, (tuple, list)) and len(figsize) == 2):
-            raise HarpeLabError(f"`figsize` must be a (width, height) pair in inches, but {figsize!r} was passed.")
-        for value in figsize:
-            _check_positive("figsize", value)
-        if isinstance(cache_size, bool) or not isinstance(cache_size, int) or cache_size < 1:
-            raise HarpeLabError(f"`cache_size` must be an int >= 1, but {cache_size!r} was passed.")
-        if not isinstance(datasets, bool):
-            raise HarpeLabError(f"`datasets` must be True or False, but {datasets!r} was passed.")
-        if distill is not None and not callable(distill):
-            raise HarpeLabError(f"`distill` must be a callable Rendered -> str | None, but {distill!r} was passed.")
-        _check_measure_options(calibrate, pricing)
-
+        given = _given_knobs(strategy, budget, knobs)
+        _check_options(limit=limit, dpi=dpi, figsize=figsize, cache_size=cache_size, datasets=datasets,
+                       distill=distill, calibrate=calibrate, pricing=pricing)  # fmt: skip
         self._loaders = _sources(source, with_datasets=datasets)
         self._conversations: dict[str, Conversation] = {}
         self._measures: dict[str, Any] = {}
@@ -124,18 +134,49 @@ class Explorer(_Guarded):
         self.replay: Any = None
         self.redraws = 0
         self.last_redraw_seconds = 0.0
-        self._holding = False
-        self._typing = False
+        self._holding = self._typing = False
+
+        from ..plots import TokenUsePlot
+        from ..presets import PRESETS
 
         wide = {"style": {"description_width": "100px"}, "layout": w.Layout(width="420px")}
         self.source = w.Dropdown(options=list(self._loaders), description="conversation", **wide)
         self.strategy = w.Dropdown(options=list(PRESETS), value=strategy, description="strategy", **wide)
+        self._build_knob_rows(w, given)
+        self._build_views(w, figsize, wide)
+        self._figure = _figure(*figsize, dpi, right=0.78, left=0.11)
+        self._ax = self._figure.add_subplot()
+        self._plot = TokenUsePlot(self._ax)
+        self._redraw = _Redraw(self._figure, self._plot)
+        self._lay_out(w)
+        self._fit_knobs()
+        # every callback guarded, so that a failure lands in ``errors``
+        self.source.observe(self._guard(self._on_source), names="value")
+        self.strategy.observe(self._guard(self._on_strategy), names="value")
+        for control in (*self.knobs.values(), *self.auto.values()):
+            control.observe(self._guard(self._on_params), names="value")
+        for name, slider in self.knobs.items():
+            slider.observe(lambda _, n=name: self._show_value(n), names="value")
+        for name, text in self.values.items():
+            text.observe(self._guard(lambda change, n=name: self._on_typed(n, change.new)), names="value")
+        self.step.observe(self._guard(self._on_step), names="value")
+        self.prev_button.on_click(self._guard(lambda _: self._move(-1)))
+        self.next_button.on_click(self._guard(lambda _: self._move(+1)))
+        self._guard(self.refresh)()
+        if self.last_error is not None:
+            raise self.last_error
+
+
+    def _build_knob_rows(self, w: Any, given: Mapping[str, int]) -> None:
+        """Per knob of any preset: a slider, a text box, its unit, and ``auto`` if it may be derived."""
+        from ..presets import PRESETS
+
         self.knobs: dict[str, Any] = {}
         self.values: dict[str, Any] = {}
         self.auto: dict[str, Any] = {}
         self.knob_rows: dict[str, Any] = {}
         derived = {k.name for p in PRESETS.values() for k in p.knobs if k.default is None}
-        for name, knob in specs.items():
+        for name, knob in _knob_specs().items():
             css = name.replace("_", "-")
             # the number is typed in the box beside it: a slider's own readout clamps a typed
             # value to its range without a word
@@ -162,6 +203,9 @@ class Explorer(_Guarded):
         self.budget = self.knobs.get("budget")
         self.high_water = self.knobs.get("high_water")
         self.low_water = self.knobs.get("low_water")
+
+    def _build_views(self, w: Any, figsize: tuple[float, float], wide: dict[str, Any]) -> None:
+        """The stepper, plot, request, gauge, counts and text areas, with the CSS classes tests find."""
         self.step = w.IntSlider(description="request", min=0, max=0, value=0, continuous_update=False, **wide)
         self.prev_button = w.Button(description="◀", layout=w.Layout(width="40px"), tooltip="previous request")
         self.next_button = w.Button(description="▶", layout=w.Layout(width="40px"), tooltip="next request")
@@ -176,12 +220,7 @@ class Explorer(_Guarded):
         self.gauge_label = w.Label()
         self.header = w.HTML()
         self.message = w.HTML()
-        from ..report import GLOSSARY
-
-        glossary = dict(GLOSSARY)
         self.counts = {name: w.Label(value="0") for name in _COUNTS}
-        tips = {"compactions": glossary["compacted"], "summaries": glossary["summarized"],
-                "overshoots": glossary["overshoot_tokens"]}  # fmt: skip
         self.compactions = self.counts["compactions"]
         self.summary = w.HTML()
         self.errors = w.Output()
@@ -194,12 +233,13 @@ class Explorer(_Guarded):
         for name, label in self.counts.items():
             label.add_class("harpe-" + name)
 
-        self._figure = _figure(*figsize, dpi, right=0.78, left=0.11)
-        self._ax = self._figure.add_subplot()
-        self._plot = TokenUsePlot(self._ax)
-        self._redraw = _Redraw(self._figure, self._plot)
+    def _lay_out(self, w: Any) -> None:
+        """Two columns that wrap into one when the notebook is narrow (a file browser open)."""
+        from ..report import GLOSSARY
 
-        # two columns that wrap into one when the notebook is narrow (a file browser open)
+        glossary = dict(GLOSSARY)
+        tips = {"compactions": glossary["compacted"], "summaries": glossary["summarized"],
+                "overshoots": glossary["overshoot_tokens"]}  # fmt: skip
         self._controls = controls = w.VBox([self.source, self.strategy, *self.knob_rows.values(), self.message],
                                            layout=w.Layout(margin="0 12px 0 0"))  # fmt: skip
         header = w.HBox([w.HBox([w.Label(f"{name}:", tooltip=tips[name]), label], layout=w.Layout(margin="0 12px 0 0"))
@@ -212,22 +252,6 @@ class Explorer(_Guarded):
         self.widget = w.VBox([self.header, top, self.plot, self.plot_error, stepper, gauge, self.request_view,
                               self.errors], layout=w.Layout(max_width="100%"))  # fmt: skip
         self.widget.add_class("harpe-explorer")
-
-        self._fit_knobs()
-        self.source.observe(self._guard(self._on_source), names="value")
-        self.strategy.observe(self._guard(self._on_strategy), names="value")
-        for control in (*self.knobs.values(), *self.auto.values()):
-            control.observe(self._guard(self._on_params), names="value")
-        for name, slider in self.knobs.items():
-            slider.observe(lambda _, n=name: self._show_value(n), names="value")
-        for name, text in self.values.items():
-            text.observe(self._guard(lambda change, n=name: self._on_typed(n, change.new)), names="value")
-        self.step.observe(self._guard(self._on_step), names="value")
-        self.prev_button.on_click(self._guard(lambda _: self._move(-1)))
-        self.next_button.on_click(self._guard(lambda _: self._move(+1)))
-        self._guard(self.refresh)()
-        if self.last_error is not None:
-            raise self.last_error
 
     # -- data ---------------------------------------------------------------------------------
 
