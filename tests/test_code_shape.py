@@ -66,8 +66,6 @@ VALIDATION: dict[tuple[str, str], str] = {
 KNOWN_DISCOVERY: dict[tuple[str, str, str], str] = {
     # (module path, qualified function name, attribute): discovery left in files that were
     # being changed by others during issue 29; each should read a declared capability instead.
-    ("harpe_lab/plots/__init__.py", "TokenUsePlot.update", "limit"):
-        "getattr(replay, 'limit', None): the replay's declared limit, read by name (issue 29)",
 }  # fmt: skip
 """``getattr``/``hasattr`` of a capability name still in the package: the list of work left."""
 

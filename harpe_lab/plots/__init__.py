@@ -279,7 +279,9 @@ class TokenUsePlot:
             base = top
         total = frame["input_tokens"].to_numpy(dtype=float)
 
-        declared = getattr(replay, "limit", None)
+        from ..replay import Replay
+
+        declared = replay.limit if isinstance(replay, Replay) else None  # the strategy's declared Limit
         if high_water is None and declared is not None:
             high, high_name = declared.tokens, _LIMIT_LABELS.get(declared.kind, declared.kind)
         else:
