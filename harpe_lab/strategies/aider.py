@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from json.encoder import encode_basestring_ascii  # type: ignore[attr-defined]
 from typing import Any, Callable, Protocol, Sequence
 
 from ..errors import StrategyError
@@ -108,11 +109,31 @@ def history_budget(window: int) -> float:
     return min(max(window / 16, 1024), 8192)
 
 
+_CALL_JSON = json.JSONEncoder(ensure_ascii=False)
+# what json.dumps(obj, ensure_ascii=False) builds at every call, built once
+
+
+def _json_message(message: dict[str, str]) -> str:
+    """``json.dumps(message)``: a message of str keys and values written directly, with the
+    string encoder json.dumps uses (its encoder's own machinery costs more than the escaping)."""
+    if type(message) is not dict:
+        return json.dumps(message)
+    items = []
+    for key, value in message.items():
+        if type(key) is not str or type(value) is not str:
+            return json.dumps(message)
+        items.append(encode_basestring_ascii(key) + ": " + encode_basestring_ascii(value))
+    return "{" + ", ".join(items) + "}"
+
+
 def _unit_text(reply: AssistantMessage | None, results: Sequence[ToolResults]) -> str:
     parts = [reply.text] if reply is not None and reply.text else []
     if reply is not None:
-        parts.extend(f"[{c.name}] {json.dumps(c.input, ensure_ascii=False)}" for c in reply.calls)
-    parts.extend(f"[result] {r.content}" for m in results for r in m.results)
+        for c in reply.calls:
+            parts.append(f"[{c.name}] {_CALL_JSON.encode(c.input)}")
+    for m in results:
+        for r in m.results:
+            parts.append(f"[result] {r.content}")
     return "\n\n".join(parts)
 
 
@@ -204,14 +225,15 @@ def _summarize_real(messages: list[dict[str, str]], depth: int, max_tokens: floa
 
 
 def _summarize_all(messages: list[dict[str, str]], send: Callable) -> list[dict[str, str]]:
-    content = ""
+    # Aider appends to one string; joined at the end, a long head costs one copy, not one each
+    parts = []
     for m in messages:
         role = m["role"].upper()
         if role not in ("USER", "ASSISTANT"):
             continue
-        content += f"# {role}\n" + m["content"]
-        if not content.endswith("\n"):
-            content += "\n"
+        part = f"# {role}\n" + m["content"]
+        parts.append(part if part.endswith("\n") else part + "\n")
+    content = "".join(parts)
     reply = send([{"role": "system", "content": SUMMARIZE_PROMPT}, {"role": "user", "content": content}])
     if reply is None:
         raise ValueError("summarizer unexpectedly failed for all models")
@@ -288,10 +310,14 @@ class AiderContext:
         self.config = config
         self.counter = counter
         self.summarizer: Summarizer = summarizer or chat_summary  # type: ignore[assignment]
+        self._budget = config.budget  # weighed against at every turn's end; the config is frozen
+        # only ever extended in place or replaced whole, so the list and its length say whether
+        # it changed since a summary started (`_summarize_end`)
         self._done: list[tuple[dict[str, str], tuple[Message, ...]]] = []
+        self._done_tokens: int | None = 0  # history_tokens, kept as turns join (None: weigh again)
         self._weights: dict[int, tuple[dict, int]] = {}  # id(dict) -> (the dict, its tokens)
         self._cur: list[Message] = []
-        self._pending: tuple | None = None  # (history copy, its tokens, the summarized history or None)
+        self._pending: tuple | None = None  # (history list, its length, its tokens, the summarized history or None)
         self._summary = ""
         self._sent: list[Message] = []
         self._continues = True
@@ -312,7 +338,9 @@ class AiderContext:
     def history_tokens(self) -> int:
         """What ``too_big`` weighs: the finished history's Aider messages, each as the tokens
         of its JSON."""
-        return sum(self._count(d) for d, _ in self._done)
+        if self._done_tokens is None:
+            self._done_tokens = sum(self._count(d) for d, _ in self._done)
+        return self._done_tokens
 
     def subscribe(self, sink: Callable[[object], None]) -> None:
         """Also report every event to ``sink``."""
@@ -325,7 +353,7 @@ class AiderContext:
         hit = self._weights.get(id(message))
         if hit is not None and hit[0] is message:
             return hit[1]
-        n = int(self.counter.count(json.dumps(message)))
+        n = int(self.counter.count(_json_message(message)))
         self._weights[id(message)] = (message, n)
         return n
 
@@ -382,9 +410,9 @@ class AiderContext:
         made from. Returns whether the request changed."""
         if self._pending is None:
             return False
-        copy, tokens, result = self._pending
+        source, length, tokens, result = self._pending
         self._pending = None
-        if len(copy) != len(self._done) or any(a is not b for a, b in zip(copy, self._done)):
+        if source is not self._done or length != len(source):
             return False  # the history changed meanwhile: Aider drops the summary
         before = len(self._done)
         old = {id(d): unit for d, unit in self._done}
@@ -397,10 +425,11 @@ class AiderContext:
                     self._summary = d["content"][len(SUMMARY_PREFIX):]
             done.append((d, unit))
         self._done = done
+        self._done_tokens = None  # the summary's own weight is taken when next asked, as Aider does
         self._forget()
         self._sent = [m for _, unit in done for m in unit] + self._cur
         gone = sum(map(len, old.values())) - sum(len(unit) for d, unit in done if id(d) in old)
-        self._events.emit(AiderSummarized(tokens, self.config.budget, before, len(done), result is None))
+        self._events.emit(AiderSummarized(tokens, self._budget, before, len(done), result is None))
         self._events.emit(ContextCompacted(gone))
         return True
 
@@ -412,22 +441,24 @@ class AiderContext:
     def commit_turn(self) -> None:
         """``move_back_cur_messages``: the finished exchange joins the history, and
         ``summarize_start`` summarizes it when it is too big."""
-        self._done = self._done + aider_messages(self._cur)
+        joined = aider_messages(self._cur)
+        self._done.extend(joined)
+        if self._done_tokens is not None:  # only what joined is weighed: the rest is summed already
+            self._done_tokens += sum(self._count(d) for d, _ in joined)
         self._cur = []
         self._turn_input = None
         tokens = self.history_tokens
-        if tokens <= self.config.budget:
+        if tokens <= self._budget:
             return
         if self._summarize_end():  # a summary still pending lands first (Aider joins its thread)
             self._continues = False
-        copy = list(self._done)
         try:
             result: list[dict[str, str]] | None = self.summarizer(
-                [d for d, _ in copy], max_tokens=self.config.budget, window=self.config.window,
+                [d for d, _ in self._done], max_tokens=self._budget, window=self.config.window,
                 count=self._count, count_chat=self.count_chat, send=self.send)
         except ValueError:
             result = None  # summarize_worker catches it; summarize_end swaps in []
-        self._pending = (copy, tokens, result)
+        self._pending = (self._done, len(self._done), tokens, result)
         self._forget()
 
     def abort_turn(self) -> None:

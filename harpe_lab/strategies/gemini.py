@@ -77,6 +77,7 @@ import math
 import re
 from json.encoder import encode_basestring  # type: ignore[attr-defined]
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Callable, Iterable, Literal, Sequence
 
 from ..errors import StrategyError
@@ -187,9 +188,13 @@ def estimate_tokens(text: str) -> int:
     return math.floor(_text_estimate(text))
 
 
+_COMPACT_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+# what json.dumps(obj, ensure_ascii=False, separators=(",", ":")) builds at every call, built once
+
+
 def _dumps(obj: object) -> str:
     # JSON.stringify: compact, non-ASCII left as it is
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+    return _COMPACT_JSON.encode(obj)
 
 
 def _quoted(text: str) -> str:
@@ -200,18 +205,46 @@ def _quoted(text: str) -> str:
 def _response_tokens(name: str, content: str) -> float:
     # estimateFunctionResponseTokens: the name and the JSON of the response ({"output": …}),
     # 4 UTF-16 units a token; escapes are ASCII, so the JSON's units are the text's plus them
-    quoted = _quoted(content)
-    return (_utf16(name) + len('{"output":}') + _utf16(content) + len(quoted) - len(content)) / 4
+    return (_utf16(name) + len('{"output":}') + _units(content)) / 4
 
 
 def _tool_names(messages: Iterable[Message]) -> dict[str, str]:
     return {c.id: c.name for m in messages if isinstance(m, AssistantMessage) for c in m.calls}
 
 
+_PLAIN_BYTES = bytes(b for b in range(256) if b >= 0x20 and b not in b'"\\')
+"""The bytes a JSON string holds as they are (all but control characters, quote, backslash)."""
+_SHORT_ESCAPES = b'"\\\b\f\n\r\t'
+"""The characters JSON escapes as a backslash and one more character (other controls: \\u00XX)."""
+
+
 def _units(text: str) -> int:
     """UTF-16 units of ``text`` as a JSON string (quotes and escapes, all ASCII, included)."""
-    quoted = _quoted(text)
-    return _utf16(text) + len(quoted) - len(text)
+    if text.isascii():
+        # what escaping adds, counted on the bytes without building the escaped string
+        # (about twice as fast): 1 for a short escape, 5 for a \u00XX one
+        special = text.encode("ascii").translate(None, _PLAIN_BYTES)
+        return len(text) + 2 + len(special) + 4 * len(special.translate(None, _SHORT_ESCAPES))
+    return _utf16(text) + len(_quoted(text)) - len(text)
+
+
+@lru_cache(maxsize=1024)
+def _name_units(name: str) -> tuple[int, int]:
+    """``(_units(name), _utf16(name))`` of a tool name: a few names come back in every message."""
+    return _units(name), _utf16(name)
+
+
+def _text_measure(text: str) -> tuple[int, float]:
+    """``(_units(text), _text_estimate(text))``: a message's text is measured both ways, its
+    escapes (the costly part) counted once."""
+    if text.isascii():
+        return _units(text), len(text) / 4
+    escapes = len(_quoted(text)) - len(text)
+    units = len(text.encode("utf-16-le", "surrogatepass")) // 2
+    if units > _FULL_HEURISTIC_CHARS:
+        return units + escapes, units / 4
+    ascii_chars = len(text.encode("ascii", "ignore"))
+    return units + escapes, ascii_chars / 4 + (units - ascii_chars) * 1.5
 
 
 def _measure(message: Message, names: dict[str, str]) -> tuple[int, float]:
@@ -219,24 +252,29 @@ def _measure(message: Message, names: dict[str, str]) -> tuple[int, float]:
     ``Content`` Gemini's history holds (ids left out), the estimate not yet rounded down."""
     if isinstance(message, UserInput):
         # {"role":"user","parts":[{"text":…}]}
-        return 35 + _units(message.text), _text_estimate(message.text)
+        units, estimate = _text_measure(message.text)
+        return 35 + units, estimate
     if isinstance(message, AssistantMessage):
-        parts, estimate = [], 0.0
+        size, parts, estimate = 27, 0, 0.0  # {"role":"model","parts":[…]}
         if message.text:
-            parts.append(9 + _units(message.text))  # {"text":…}
-            estimate += _text_estimate(message.text)
+            units, text_estimate = _text_measure(message.text)
+            size += 9 + units  # {"text":…}
+            parts += 1
+            estimate += text_estimate
         for c in message.calls:
-            call = 34 + _units(c.name) + _utf16(_dumps(c.input))  # {"functionCall":{"name":…,"args":…}}
-            parts.append(call)
+            call = 34 + _name_units(c.name)[0] + _utf16(_dumps(c.input))  # {"functionCall":{"name":…,"args":…}}
+            size += call
+            parts += 1
             estimate += call / 4
-        return 27 + sum(parts) + max(0, len(parts) - 1), estimate  # {"role":"model","parts":[…]}
-    parts, estimate = [], 0.0
+        return size + max(0, parts - 1), estimate
+    size, estimate = 26, 0.0
     for r in message.results:
-        name = names.get(r.id, "")
+        name_units, name_length = _name_units(names.get(r.id, ""))
+        units = _units(r.content)
         # {"functionResponse":{"name":…,"response":{"output":…}}}
-        parts.append(53 + _units(name) + _units(r.content))
-        estimate += _response_tokens(name, r.content)
-    return 26 + sum(parts) + max(0, len(parts) - 1), estimate
+        size += 53 + name_units + units
+        estimate += (name_length + len('{"output":}') + units) / 4  # _response_tokens, escaped once
+    return size + max(0, len(message.results) - 1), estimate
 
 
 def _fraction_of(fraction: float, window: int) -> float:
@@ -253,7 +291,10 @@ def _check_fraction(name: str, value: object, *, upper_open: bool) -> None:
 
 
 def _safe(part: str) -> str:
-    # sanitizeFilenamePart, lower-cased as Gemini names the saved files
+    # sanitizeFilenamePart, lower-cased as Gemini names the saved files (most parts, tool names
+    # and call ids, have nothing to replace: no regex for them)
+    if part.isascii() and part.replace("_", "").replace("-", "").isalnum():
+        return part.lower()
     return re.sub(r"[^a-zA-Z0-9_-]", "_", part).lower()
 
 
@@ -406,6 +447,7 @@ class ChatCompressionContext:
         self._saved = 0  # outputs saved to a file so far (getNextCompressionTruncationId)
         self._edits: set[int] | None = set()  # places replaced since the last request (None: the list was)
         self._measures: dict[int, tuple[Message, int, float]] = {}  # id -> (message, JSON units, estimate)
+        self._trigger = config.trigger  # asked at every request; the config is frozen
         self._marked: tuple = ([], 0, 0, "")
         self._turn_input: UserInput | None = None
 
@@ -461,9 +503,15 @@ class ChatCompressionContext:
         self._reported = usage.input_tokens
 
     def compact(self) -> Compaction:
-        changed = self._reported >= self.config.trigger and self._compress()
-        edits = None if self._edits is None else tuple(sorted(self._edits))
-        self._edits = set()
+        changed = self._reported >= self._trigger and self._compress()
+        edits = self._edits
+        if edits is None:
+            self._edits = set()
+        elif edits:
+            edits = tuple(sorted(edits))
+            self._edits = set()
+        else:
+            edits = ()  # most requests: nothing replaced, and the empty set serves again
         return Compaction(deferred(self.base_system, self._transcript), changed or edits is None or bool(edits), edits)
 
     def _measured(self, message: Message, names: dict[str, str]) -> tuple[int, float]:
@@ -482,26 +530,31 @@ class ChatCompressionContext:
         """``truncateHistoryToBudget``: the history with every function response past the newest
         ``response_budget`` tokens truncated (the same objects where nothing changed)."""
         c = self.config
+        budget = c.response_budget
         out = list(history)
         used = 0
         for i in range(len(history) - 1, -1, -1):
             m = history[i]
             if not isinstance(m, ToolResults):
                 continue
-            results = list(m.results)
-            for j in range(len(results) - 1, -1, -1):
-                r = results[j]
-                tokens = estimate_tokens(r.content)
-                if used + tokens <= c.response_budget:
+            results: list[ToolResult] | None = None  # a copy once one of them is cut
+            for j in range(len(m.results) - 1, -1, -1):
+                r = m.results[j]
+                content = r.content
+                # estimate_tokens of an ASCII text (most outputs), inlined: every output, every compression
+                tokens = len(content) // 4 if content.isascii() else estimate_tokens(content)
+                if used + tokens <= budget:
                     used += tokens
                     continue
                 # over the budget: Gemini saves every such output (the file's number advances)
                 # and keeps its text when it is short enough; either way its tokens count
-                cut = truncated_output(r.content, self._path(names.get(r.id, "")), c.truncate_chars)
+                cut = truncated_output(content, self._path(names.get(r.id, "")), c.truncate_chars)
                 used += estimate_tokens(cut)
-                if cut != r.content:
+                if cut != content:
+                    if results is None:
+                        results = list(m.results)
                     results[j] = ToolResult(r.id, cut, r.attachments, r.success)
-            if any(a is not b for a, b in zip(results, m.results)):
+            if results is not None:
                 out[i] = ToolResults(tuple(results), m.pinned)
         return out
 
@@ -526,14 +579,23 @@ class ChatCompressionContext:
             self._reported = new
             self._events.emit(Compression("truncated", original, new))
             return bool(changed)
-        measures = [self._measured(m, names) for m in truncated]
-        sizes = [size for size, _ in measures]
+        cache = self._measures
+        measures = []  # (message, JSON units, estimate) of each message of `truncated`
+        for m in truncated:  # _measured, inlined: every message of the history, at every compression
+            known = cache.get(id(m))
+            if known is None or known[0] is not m:
+                known = cache[id(m)] = (m, *_measure(m, names))
+            measures.append(known)
+        sizes = [size for _, size, _ in measures]
         split = split_point(truncated, sizes, 1 - c.preserve)
         if split == 0:
             return False  # no plain user message to cut before: nothing to compress
         folded = history[:split]
-        # the summarizer gets the original history unless that alone is over the window
-        source = folded if math.floor(sum(self._measured(m, names)[1] for m in folded)) < c.window else truncated[:split]
+        # the summarizer gets the original history unless that alone is over the window (a
+        # message truncation left as it was is measured already)
+        folded_estimate = sum(measures[k][2] if m is measures[k][0] else self._measured(m, names)[1]
+                              for k, m in enumerate(folded))
+        source = folded if math.floor(folded_estimate) < c.window else truncated[:split]
         snapshots = [k for k, m in enumerate(source) if isinstance(m, UserInput) and _SNAPSHOT_OPEN in m.text]
         prior = _unwrapped(source[snapshots[-1]].text) if snapshots else ""
         skip = set(snapshots) | {k + 1 for k in snapshots if k + 1 < len(source)
@@ -556,7 +618,7 @@ class ChatCompressionContext:
             return False
         head = [UserInput(snapshot_message(final)), AssistantMessage(ACKNOWLEDGEMENT)]
         new = math.floor(_measure(head[0], names)[1] + _measure(head[1], names)[1]
-                         + sum(estimate for _, estimate in measures[split:]))
+                         + sum(estimate for _, _, estimate in measures[split:]))
         new_history = head + truncated[split:]
         if new > original:
             self._latched = True  # client.ts: only automatic attempts latch, and every one here is
@@ -619,14 +681,23 @@ def masked_output(content: str, tool: str, path: str) -> str:
     response (``{"output": …}``) cut to 250 head and 250 tail characters."""
     if tool == SHELL_TOOL:
         preview = _shell_preview(content)
+    elif len(content) > 500:
+        # over 500 units whatever its escapes: only its ends are shown, and JSON escapes each
+        # character alone, so the ends are escaped alone (a long output is not copied whole)
+        head = ('{\n  "output": ' + _quoted(content[:250]))[:250]
+        tail = (_quoted(content[-250:]) + "\n}")[-250:]
+        preview = f"{head}\n... [TRUNCATED] ...\n{tail}"
     else:
         saved = '{\n  "output": ' + _quoted(content) + "\n}"  # JSON.stringify(response, null, 2)
         preview = f"{saved[:250]}\n... [TRUNCATED] ...\n{saved[-250:]}" if _utf16(saved) > 500 else saved
     return f"<{_MASK_TAG}>\n{preview}\n\nOutput too large. Full output available at: {path}\n</{_MASK_TAG}>"
 
 
+_MASK_OPEN = f"<{_MASK_TAG}"
+
+
 def _is_masked(content: str) -> bool:
-    return f"<{_MASK_TAG}" in content
+    return _MASK_OPEN in content
 
 
 @dataclass(frozen=True)
@@ -734,7 +805,9 @@ class ToolOutputMaskingContext:
         if not isinstance(message, (UserInput, AssistantMessage, ToolResults)):
             raise TypeError(f"append takes a harpe_lab message, got {type(message).__name__}")
         if isinstance(message, AssistantMessage):
-            self._names.update((c.id, c.name) for c in message.calls)
+            names = self._names
+            for c in message.calls:
+                names[c.id] = c.name
         self._transcript.append(message)
 
     def observe(self, usage: Usage) -> None:
@@ -746,18 +819,21 @@ class ToolOutputMaskingContext:
         c = self.config
         t = self._transcript
         limit = _history_end(t) - (1 if c.protect_latest_turn else 0)
-        for i in range(self._scanned, max(self._scanned, limit)):
-            m = t[i]
-            if not isinstance(m, ToolResults):
-                continue
-            for j, r in enumerate(m.results):
-                name = self._names.get(r.id, "")
-                if name in c.exempt_tools or _is_masked(r.content):
+        if limit > self._scanned:
+            names, exempt, entries, protected = self._names, c.exempt_tools, self._entries, self._protected
+            for i in range(self._scanned, limit):
+                m = t[i]
+                if not isinstance(m, ToolResults):
                     continue
-                tokens = math.floor(_response_tokens(name, r.content))
-                self._entries.append([i, j, tokens])
-                self._protected += tokens
-        self._scanned = max(self._scanned, limit)
+                for j, r in enumerate(m.results):
+                    name = names.get(r.id, "")
+                    if name in exempt or _is_masked(r.content):
+                        continue
+                    tokens = math.floor(_response_tokens(name, r.content))
+                    entries.append([i, j, tokens])
+                    protected += tokens
+            self._protected = protected
+            self._scanned = limit
         # the window is the longest run of newest outputs within `protect`; the output that
         # crosses it, and every older one, is prunable
         while self._protected > c.protect:
@@ -804,8 +880,14 @@ class ToolOutputMaskingContext:
         self._scan()
         if self._prunable >= self.config.min_prunable and self._boundary:
             self._mask()
-        edits = None if self._edits is None else tuple(sorted(self._edits))
-        self._edits = set()
+        edits = self._edits
+        if edits is None:
+            self._edits = set()
+        elif edits:
+            edits = tuple(sorted(edits))
+            self._edits = set()
+        else:
+            edits = ()  # most requests: nothing masked, and the empty set serves again
         return Compaction(deferred(self.base_system, self._transcript), edits is None or bool(edits), edits)
 
     def commit_turn(self) -> None:
