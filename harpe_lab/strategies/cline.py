@@ -82,6 +82,7 @@ from ..errors import StrategyError
 from ..messages import (AssistantMessage, Attachment, Message, Rendered, ToolResult, ToolResults, Usage, UserInput,
                         deferred)
 from ..protocol import Compaction, ContextCompacted, Distill, EventHub, Limit, MeteredDistill
+from ._lifecycle import TurnLifecycle
 from ._validate import check_int
 
 __all__ = [
@@ -1163,34 +1164,32 @@ class AgenticCompaction(_SDKCompaction):
 # --- the lifecycle ---------------------------------------------------------------------------
 
 
-class ClineContext:
+class ClineContext(TurnLifecycle):
     """The Cline SDK's compaction in Harpe's lifecycle.
 
     Every request sends the history (the messages since the last compaction's output, which
-    replaced what it compacted). At every `compact` Cline's estimate of the whole request is
-    compared with the trigger; at or above it the configured compaction runs on the whole
-    history, the current turn included. A compaction that changes nothing (or an agentic one
-    whose summarizer returns nothing) leaves the request as it is; the next request checks
-    again. Reports `ClineCompacted` at every compaction; an agentic one also reports
-    `ContextCompacted` (the messages not carried verbatim) and its summarizer call as a
-    `DistillCall`.
+    replaced what it compacted: `transcript`). At every `compact` Cline's estimate of the
+    whole request is compared with the trigger (its own estimate: the reported usage plays no
+    part); at or above it the configured compaction runs on the whole history, the current
+    turn included. A compaction that changes nothing (or an agentic one whose summarizer
+    returns nothing) leaves the request as it is; the next request checks again. Reports
+    `ClineCompacted` at every compaction; an agentic one also reports `ContextCompacted` (the
+    messages not carried verbatim) and its summarizer call as a `DistillCall`.
     """
 
     def __init__(self, base_system: str, config: BasicCompaction | AgenticCompaction, *,
                  tools: Sequence[Mapping[str, Any]] = (), distill: Distill | None = None,
                  on_event: Callable[[object], None] | None = None) -> None:
-        if not isinstance(base_system, str):
-            raise StrategyError(f"base_system must be a str, got {type(base_system).__name__}")
+        super().__init__(base_system)
         if not isinstance(config, (BasicCompaction, AgenticCompaction)):
             raise StrategyError(f"config must be a BasicCompaction or an AgenticCompaction, got {config!r}")
         self._events = EventHub(on_event)
         self._distill = None if distill is None and isinstance(config, BasicCompaction) \
             else MeteredDistill(distill, self._events)  # type: ignore[arg-type]
-        self.base_system = base_system
         self.config = config
         self.tools = tuple(tools)
         self._frame_chars = _request_frame_chars(base_system, self.tools)
-        self._messages: list[Message] = []
+        # beside each message of the transcript: its marks, JSON length and Cline's estimate
         self._marks: list[int] = []
         self._chars: list[int] = []  # JSON length of each message
         self._total_chars = 0
@@ -1198,9 +1197,7 @@ class ClineContext:
         self._total_est = 0
         self._summary = ""
         self._summaries: dict[int, _Summary] = {}  # the summary message in the history, by identity
-        self._marked: tuple = ([], [], [], [], 0, "", {})
-        self._turn_input: UserInput | None = None
-        self._continues = True
+        self._marked_state: tuple = ([], [], [], "", {})
 
     @property
     def limit(self) -> Limit:
@@ -1213,14 +1210,9 @@ class ClineContext:
         return self._summary
 
     @property
-    def transcript(self) -> tuple[Message, ...]:
-        """What the next request carries (a copy)."""
-        return tuple(self._messages)
-
-    @property
     def tokens(self) -> int:
         """Cline's estimate of the next request: ``ceil(JSON characters / 3)``."""
-        n = len(self._messages)
+        n = len(self._transcript)
         return _estimate_chars(self._frame_chars + self._total_chars + max(0, n - 1))
 
     def subscribe(self, sink: Callable[[object], None]) -> None:
@@ -1228,7 +1220,7 @@ class ClineContext:
         self._events.subscribe(sink)
 
     def _set(self, messages: list[Message], marks: list[int]) -> None:
-        self._messages, self._marks = messages, marks
+        self._transcript, self._marks = messages, marks
         sizes = _SIZES.get
         # _message_chars, its memo's hit inlined: a compaction's messages are mostly weighed already
         self._chars = [hit[1] if (hit := sizes(id(m))) is not None and hit[0] is m else _message_chars(m)
@@ -1237,21 +1229,13 @@ class ClineContext:
         self._ests = [max(1, -(-c // CHARS_PER_TOKEN)) for c in self._chars]
         self._total_est = sum(self._ests)
 
-    def begin_turn(self, input: UserInput) -> None:
-        if not isinstance(input, UserInput):
-            raise TypeError(f"begin_turn takes a UserInput, got {type(input).__name__}")
-        # the lists and their length, not copies: appends only extend them, and a compaction
-        # replaces them, so the turn's start stays readable in O(1)
-        self._marked = (self._messages, self._marks, self._chars, self._ests, len(self._messages), self._summary,
-                        self._summaries)
-        self._turn_input = input
-        self.append(input)
+    def _mark_turn(self) -> None:
+        # the lists, not copies, as the transcript is marked: appends only extend them and a
+        # compaction replaces them, so their first `_marked[1]` entries stay the turn start's
+        self._marked_state = (self._marks, self._chars, self._ests, self._summary, self._summaries)
 
-    def append(self, message: Message) -> None:
-        if not isinstance(message, (UserInput, AssistantMessage, ToolResults)):
-            raise TypeError(f"append takes a harpe_lab message, got {type(message).__name__}")
+    def _added(self, message: Message) -> None:
         chars = _message_chars(message)
-        self._messages.append(message)
         self._marks.append(0)
         self._chars.append(chars)
         self._total_chars += chars
@@ -1259,8 +1243,14 @@ class ClineContext:
         self._ests.append(est)
         self._total_est += est
 
-    def observe(self, usage: Usage) -> None:
-        pass  # Cline's trigger is its own estimate, not the reported usage
+    def _restored(self) -> None:
+        marks, chars, ests, self._summary, self._summaries = self._marked_state
+        length = self._marked[1]
+        self._marks, self._chars, self._ests = marks[:length], chars[:length], ests[:length]
+        self._total_chars = sum(self._chars)
+        self._total_est = sum(self._ests)
+        for kept in self._transcript[length:]:  # the turn's input, weighed again
+            self._added(kept)
 
     def _budget(self, tokens: int) -> tuple[int, int, int]:
         """(the messages' estimate, the message trigger, the request overhead)."""
@@ -1274,11 +1264,9 @@ class ClineContext:
         compacted = False
         if tokens >= self.config.trigger_tokens:
             _, trigger, overhead = self._budget(tokens)
-            target = max(1, math.floor(self.config.request_target(self._messages) - overhead))
+            target = max(1, math.floor(self.config.request_target(self._transcript) - overhead))
             compacted = self._run(tokens, target, trigger)
-        edits = () if self._continues and not compacted else None
-        self._continues = True
-        return Compaction(deferred(self.base_system, self._messages), compacted, edits)
+        return self._whole(compacted, self._base_system)
 
     def _manual(self, messages: list[Message], ratio: float) -> tuple[Message, ...] | None:
         if not isinstance(ratio, (int, float)) or isinstance(ratio, bool) or not math.isfinite(ratio):
@@ -1291,10 +1279,10 @@ class ClineContext:
         total, trigger, _ = self._budget(tokens)
         # resolveManualMessageTargetTokens: the ratio is held between 0.05 and 0.95
         target = max(1, math.floor(min(trigger, total * min(0.95, max(0.05, ratio)))))
-        return tuple(self._messages) if self._run(tokens, target, trigger) else None
+        return tuple(self._transcript) if self._run(tokens, target, trigger) else None
 
     def _run(self, tokens: int, target: int, trigger: int) -> bool:
-        before = len(self._messages)
+        before = len(self._transcript)
         fallback = False
         result: tuple[list[Message], list[int]] | None
         strategy = "basic"
@@ -1305,16 +1293,16 @@ class ClineContext:
                 strategy = "agentic"
             except _SummarizerFailed:
                 # Cline falls back to the deterministic basic compaction when the summary fails
-                result = _basic(self._messages, self._marks, target=target, trigger=trigger, ests=self._ests)
+                result = _basic(self._transcript, self._marks, target=target, trigger=trigger, ests=self._ests)
                 fallback = True
         else:
-            result = _basic(self._messages, self._marks, target=target, trigger=trigger, ests=self._ests)
+            result = _basic(self._transcript, self._marks, target=target, trigger=trigger, ests=self._ests)
         if result is None:
             return False
         messages, marks = result
         verbatim = 0
         if written is not None:
-            old = {id(m) for m in self._messages}
+            old = {id(m) for m in self._transcript}
             verbatim = sum(id(m) in old for m in messages)
             self._summaries = {id(written.message): written}
             self._summary = written.text
@@ -1333,7 +1321,7 @@ class ClineContext:
     def _agentic(self, target: int) -> tuple[tuple[list[Message], list[int]] | None, "_Summary | None"]:
         config = self.config
         assert isinstance(config, AgenticCompaction) and self._distill is not None
-        messages, marks = self._messages, self._marks
+        messages, marks = self._transcript, self._marks
         if len(messages) < 2:
             return None, None
         cut = _cut_index(messages, marks, min(config.preserve_recent_tokens, target), self._ests)
@@ -1383,23 +1371,9 @@ class ClineContext:
         written = _Summary(message, summary, tuple(read), tuple(modified))
         return ([message, *messages[cut:]], [_SUMMARY, *marks[cut:]]), written
 
-    def commit_turn(self) -> None:
-        self._turn_input = None
-
-    def abort_turn(self) -> None:
-        messages, marks, chars, ests, length, self._summary, self._summaries = self._marked
-        self._messages, self._marks, self._chars = messages[:length], marks[:length], chars[:length]
-        self._ests = ests[:length]
-        self._total_chars = sum(self._chars)
-        self._total_est = sum(self._ests)
-        self._continues = False
-        if self._turn_input is not None:  # an aborted turn keeps its input, as Harpe's contexts do
-            self.append(self._turn_input)
-        self._turn_input = None
-
     def __repr__(self) -> str:
         kind = "agentic" if isinstance(self.config, AgenticCompaction) else "basic"
-        return f"ClineContext({kind}, trigger={self.config.trigger_tokens:,.0f}, {len(self._messages)} messages)"
+        return f"ClineContext({kind}, trigger={self.config.trigger_tokens:,.0f}, {len(self._transcript)} messages)"
 
 
 class _SummarizerFailed(Exception):
@@ -1497,7 +1471,7 @@ class _Block(NamedTuple):
     result: int | None  # index into the results, None for a user text or a reply's text
 
 
-class LegacyContext:
+class LegacyContext(TurnLifecycle):
     """`LegacyContextManager` in Harpe's lifecycle.
 
     The stored transcript only grows; what is sent is the first two provider messages, the
@@ -1505,20 +1479,18 @@ class LegacyContext:
     the truncation notice in place of the first reply's text). After a truncation the
     results that answered deleted calls are dropped from the first message after the cut,
     and a reply whose calls lost their results gets ``"result missing"`` for each, as
-    ``ensureToolResultsFollowToolUse`` does. Reports `LegacyTruncated` whenever the usage
-    reached the threshold.
+    ``ensureToolResultsFollowToolUse`` does — also when that message held nothing else and
+    is the last: Cline still sends it, emptied, and answers the first reply's calls in it.
+    Reports `LegacyTruncated` whenever the usage reached the threshold.
     """
 
     def __init__(self, base_system: str, config: LegacyContextManager, *,
                  on_event: Callable[[object], None] | None = None) -> None:
-        if not isinstance(base_system, str):
-            raise StrategyError(f"base_system must be a str, got {type(base_system).__name__}")
+        super().__init__(base_system)
         if not isinstance(config, LegacyContextManager):
             raise StrategyError(f"config must be a LegacyContextManager, got {config!r}")
         self._events = EventHub(on_event)
-        self.base_system = base_system
         self.config = config
-        self._transcript: list[Message] = []
         self._groups: list[list[int]] = []  # the provider's messages, as transcript indices
         self._block_memo: dict[int, tuple[int, tuple[_Block, ...]]] = {}  # group -> (its size then, `_blocks`)
         self._last_assistant = False  # the last group is replies
@@ -1529,47 +1501,47 @@ class LegacyContext:
         self._noticed = False  # the truncation notice is set (on group 1, block 0)
         self._reported: int | None = None  # the previous request's usage, until acted on
         self._observed: int | None = None  # the usage reported for the last request made (None: none yet)
-        self._sent: list[Message] = []
+        self._rendering: list[Message] = []  # the last request's messages
         self._rendered_to = 0  # transcript messages the current rendering holds
         self._dirty = True  # the rendering must be rebuilt
-        self._aborted = False  # an abort since the last request
-        self._marked: tuple = ([], 0, None, {}, False)
-        self._turn_input: UserInput | None = None
+        self._marked_state: tuple = (None, {}, False)
 
     @property
     def limit(self) -> Limit:
         """The threshold, as a reactive high-water mark (the request that crosses it goes out)."""
         return Limit(tokens=math.floor(self.config.threshold), kind="high_water")
 
-    @property
-    def transcript(self) -> tuple[Message, ...]:
-        """The whole stored history (a copy)."""
-        return tuple(self._transcript)
-
     def subscribe(self, sink: Callable[[object], None]) -> None:
         """Also report every event to ``sink``."""
         self._events.subscribe(sink)
 
-    def begin_turn(self, input: UserInput) -> None:
-        if not isinstance(input, UserInput):
-            raise TypeError(f"begin_turn takes a UserInput, got {type(input).__name__}")
-        self._marked = (self._transcript, len(self._transcript), self._deleted, self._updates, self._noticed)
-        self._turn_input = input
-        self.append(input)
+    def _mark_turn(self) -> None:
+        # a rewrite replaces `_updates`, never changes it: the dict itself is the turn start's
+        self._marked_state = (self._deleted, self._updates, self._noticed)
 
-    def append(self, message: Message) -> None:
-        if not isinstance(message, (UserInput, AssistantMessage, ToolResults)):
-            raise TypeError(f"append takes a harpe_lab message, got {type(message).__name__}")
-        self._transcript.append(message)
-        self._group(len(self._transcript) - 1)
+    def _added(self, message: Message) -> None:
+        self._group(len(self._transcript), message)
 
-    def _group(self, k: int) -> None:
-        assistant = isinstance(self._transcript[k], AssistantMessage)
+    def _group(self, k: int, message: Message) -> None:
+        """Puts transcript message ``k`` in its provider message."""
+        assistant = isinstance(message, AssistantMessage)
         if self._groups and self._last_assistant == assistant:
             self._groups[-1].append(k)
         else:
             self._groups.append([k])
             self._last_assistant = assistant
+
+    def _restored(self) -> None:
+        self._deleted, self._updates, self._noticed = self._marked_state
+        # the next check reads the previous request's usage: the aborted turn's last request,
+        # which may have had no reply (then there is none, as a failed request records none)
+        self._reported = self._observed
+        self._groups = []
+        self._block_memo = {}
+        self._read_memo = {}
+        for k, m in enumerate(self._transcript):
+            self._group(k, m)
+        self._dirty = True
 
     def observe(self, usage: Usage) -> None:
         # tokensIn + tokensOut + cacheWrites + cacheReads: Cline's tokensIn leaves the cache
@@ -1786,19 +1758,19 @@ class LegacyContext:
             self._dirty = True
             self._events.emit(LegacyTruncated(reported, self.config.threshold, saved, truncate, keep, self._deleted))
         if self._dirty or self._needs_rebuild():
-            before = self._sent
-            self._sent = self._render()
+            before = self._rendering
+            self._rendering = self._render()
             self._rendered_to = len(self._transcript)
             self._dirty = False
-            continues = len(self._sent) >= len(before) and all(a is b for a, b in zip(before, self._sent))
+            continues = len(self._rendering) >= len(before) and all(a is b for a, b in zip(before, self._rendering))
             # an abort takes back what a turn appended: a new turn starts from the new rendering
             # anyway, so only a rewrite of what the provider holds is a compaction
-            aborted, self._aborted = self._aborted, False
-            return Compaction(deferred(self.base_system, self._sent), acted or (not continues and not aborted),
-                              None)
-        self._sent.extend(self._transcript[self._rendered_to:])
+            return self._send(deferred(self._base_system, self._rendering),
+                              acted or (not continues and not self._aborted), None)
+        # (an abort always rebuilds: what is extended here was sent after no abort)
+        self._rendering.extend(self._transcript[self._rendered_to:])
         self._rendered_to = len(self._transcript)
-        return Compaction(deferred(self.base_system, self._sent), False, ())
+        return self._send(deferred(self._base_system, self._rendering), False, ())
 
     def _needs_rebuild(self) -> bool:
         """Whether what was appended since the last request falls where the rendering
@@ -1827,6 +1799,7 @@ class LegacyContext:
         groups = list(range(min(2, len(self._groups)))) + list(range(self._start(), len(self._groups)))
         out: list[Message] = []
         cut = self._start() if self._start() > 2 else None
+        emptied = False  # the message after the cut held only results: Cline sends it empty
         for g in groups:
             rewrites = self._updates.get(g, (0, {}, None))[1]
             members = self._groups[g]
@@ -1840,6 +1813,8 @@ class LegacyContext:
                 continue
             blocks_ = self._blocks(g)
             texts = {(b.message, b.result): rewrites[i][-1] for i, b in enumerate(blocks_) if rewrites.get(i)}
+            if g == cut:
+                emptied = all(isinstance(self._transcript[k], ToolResults) for k in members)
             for k in members:
                 m = self._transcript[k]
                 if isinstance(m, ToolResults):
@@ -1851,44 +1826,34 @@ class LegacyContext:
                 elif isinstance(m, UserInput) and (k, None) in texts:
                     m = UserInput(texts[(k, None)], m.attachments, m.pinned)
                 out.append(m)
-        return _results_follow_calls(out)
-
-    def commit_turn(self) -> None:
-        self._turn_input = None
-
-    def abort_turn(self) -> None:
-        transcript, length, self._deleted, self._updates, self._noticed = self._marked
-        # the next check reads the previous request's usage: the aborted turn's last request,
-        # which may have had no reply (then there is none, as a failed request records none)
-        self._reported = self._observed
-        self._transcript = transcript[:length]
-        self._groups = []
-        self._block_memo = {}
-        self._read_memo = {}
-        for k in range(len(self._transcript)):
-            self._group(k)
-        self._dirty = True
-        self._aborted = True
-        if self._turn_input is not None:  # an aborted turn keeps its input, as Harpe's contexts do
-            self.append(self._turn_input)
-        self._turn_input = None
+        # left out, an emptied message changes nothing when a reply follows it (the calls
+        # before it are answered all the same); at the end it is where they are answered
+        return _results_follow_calls(out, emptied_last=emptied and cut == len(self._groups) - 1)
 
     def __repr__(self) -> str:
         return f"LegacyContext(threshold={self.config.threshold:,.0f}, {len(self._transcript)} messages)"
 
 
-def _results_follow_calls(messages: list[Message]) -> list[Message]:
+def _results_follow_calls(messages: list[Message], *, emptied_last: bool = False) -> list[Message]:
     """``ensureToolResultsFollowToolUse``: every reply's calls answered right after it, in
-    call order; a call whose result is gone gets ``"result missing"``."""
+    call order; a call whose result is gone gets ``"result missing"``. ``emptied_last``:
+    Cline's list goes on after ``messages`` with the first user message after the cut,
+    sent empty because it held only tool results (`LegacyContext._render` leaves it out):
+    a final reply's calls are answered in it. A reply that is truly last is left alone, as
+    Cline's loop stops before the last message."""
     out: list[Message] = []
     k = 0
     while k < len(messages):
         m = messages[k]
         out.append(m)
         k += 1
-        if not isinstance(m, AssistantMessage) or not m.calls or k >= len(messages):
+        if not isinstance(m, AssistantMessage) or not m.calls:
             continue
         ids = [c.id for c in m.calls]
+        if k >= len(messages):
+            if emptied_last:
+                out.append(ToolResults(tuple(ToolResult(i, "result missing") for i in ids)))
+            continue
         nxt = messages[k]
         if isinstance(nxt, ToolResults) and [r.id for r in nxt.results] == ids:
             continue
