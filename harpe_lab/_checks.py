@@ -3,6 +3,7 @@ a tool call travels with its results, and a strategy that promises a budget keep
 
 from __future__ import annotations
 
+from types import MappingProxyType
 from typing import Any, Mapping, Sequence
 
 from .errors import StrategyError
@@ -11,6 +12,12 @@ from .protocol import Limit
 from .tokens import prices_by_parts
 
 __all__ = ["Invariants"]
+
+
+def _meet(results: ToolResults, reply: AssistantMessage) -> bool:
+    """Whether ``results`` answer ``reply``'s calls (some of them: a recording may hold a
+    partial answer, and strategies keep what they were given)."""
+    return not {r.id for r in results.results}.isdisjoint(c.id for c in reply.calls)
 
 
 def _answers(sent: Message, original: Message) -> bool:
@@ -31,12 +38,13 @@ class Invariants:
     it is a ``"budget"``), ``counter`` the replay's own.
     """
 
-    __slots__ = ("strategy", "pairs", "limit", "counter", "_fixed", "_fast")
+    __slots__ = ("strategy", "pairs", "originals", "limit", "counter", "_fixed", "_fast")
 
     def __init__(self, strategy: str, pairs: Mapping[int, tuple[Message, Message]], limit: Limit | None,
-                 counter: Any) -> None:
+                 counter: Any, originals: Mapping[int, Any] = MappingProxyType({})) -> None:
         self.strategy = strategy
         self.pairs = pairs
+        self.originals = originals
         self.limit = limit if limit is not None and limit.kind == "budget" else None
         self.counter = counter
         self._fixed: dict[str, int] = {}
@@ -55,13 +63,26 @@ class Invariants:
         """A reply with tool calls is followed by the results that answer it, and results
         never come without their call (checked from ``start`` to ``stop``; the rest was
         checked before). The partner may be a stand-in the strategy made (a masked
-        observation, a cleared call) as long as it carries the same call ids."""
-        pairs = self.pairs
+        observation, a cleared call) as long as it carries the same call ids; a reply or
+        results the strategy made itself (a copy with a notice added, say) are held to the
+        same rule by their ids. A reply the recording itself left unanswered is not."""
+        pairs, originals = self.pairs, self.originals
         n = len(msgs)
         for k in range(start, n if stop is None else min(stop, n)):
             m = msgs[k]
             pair = pairs.get(id(m))
             if pair is None:
+                if id(m) in originals:
+                    continue
+                if isinstance(m, AssistantMessage) and m.calls:
+                    after = msgs[k + 1] if k + 1 < n else None
+                    if not (isinstance(after, ToolResults) and _meet(after, m)):
+                        raise StrategyError(f"{self.strategy} sent tool calls without their results at request {i}")
+                elif isinstance(m, ToolResults):
+                    before = msgs[k - 1] if k else None
+                    if not (isinstance(before, AssistantMessage) and _meet(m, before)):
+                        raise StrategyError(f"{self.strategy} sent tool results without the call they answer at "
+                                            f"request {i}")
                 continue
             call, results = pair
             if m is call and (k + 1 == n or not _answers(msgs[k + 1], results)):

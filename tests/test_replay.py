@@ -291,6 +291,10 @@ class _Broken:
     def compact(self):
         if self.mode == "empty":
             return Compaction(Rendered("", ()), False)
+        if self.mode == "copy-without-results":  # a reply rewritten (a notice added), its results dropped
+            kept = [AssistantMessage(m.text + " [truncated]", m.calls) if isinstance(m, AssistantMessage) else m
+                    for m in self.messages if not isinstance(m, ToolResults)]
+            return Compaction(Rendered("", tuple(kept)), True)
         kept = [m for m in self.messages if not isinstance(m, ToolResults)]
         return Compaction(Rendered("", tuple(kept)), True)
 
@@ -310,6 +314,14 @@ class TestInvariants:
                              _turn("two", AssistantMessage("y"))))
         with pytest.raises(StrategyError, match=r"dropper separated a tool call from its results at request 1"):
             replay(conv, lambda: _Broken("drop-results"), counter=COUNTER, name="dropper")
+
+    def test_a_reply_the_strategy_rewrote_is_held_to_its_calls_too(self):
+        # the pairing is by identity for the recording's own messages; a copy (cline-legacy's
+        # reply with a notice added) once went out with its calls unanswered, unseen
+        conv = Conversation((_turn("one", _call("a"), _results("a", "r"), AssistantMessage("x")),
+                             _turn("two", AssistantMessage("y"))))
+        with pytest.raises(StrategyError, match=r"copier sent tool calls without their results at request 1"):
+            replay(conv, lambda: _Broken("copy-without-results"), counter=COUNTER, name="copier")
 
     def test_empty_request(self):
         with pytest.raises(StrategyError, match="empty request at request 0"):

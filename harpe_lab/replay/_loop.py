@@ -106,7 +106,7 @@ class _Run:
         self.rec = Recording(conversation)
         if isinstance(counter, Primes):  # every message is counted anyway, faster up front
             counter.prime(self.rec.messages)
-        self.checks = Invariants(self.strategy, self.rec.pairs, limit, counter)
+        self.checks = Invariants(self.strategy, self.rec.pairs, limit, counter, self.rec.owner)
         self.session = ProviderSession(self.rec.owner, counter.count_message)
         self.rows: list[RequestRow] = []
         self.sent = Sent()
