@@ -51,8 +51,9 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ..errors import StrategyError
-from ..messages import AssistantMessage, Message, Rendered, ToolResults, Usage, UserInput, deferred
+from ..messages import AssistantMessage, Message, Rendered, ToolResults, Usage, UserInput
 from ..protocol import Compaction, ContextCompacted, Distill, EventHub, Limit, MeteredDistill
+from ._lifecycle import TurnLifecycle
 from .harpe import distill_request
 from ._validate import check_int
 
@@ -189,7 +190,7 @@ def _pair_line(text: str) -> str:
     return text if text.startswith(PAIR_SUMMARY_PREFIX) else f"{PAIR_SUMMARY_PREFIX} {text}".rstrip()
 
 
-class ContextManagementContext:
+class ContextManagementContext(TurnLifecycle):
     """Goose's context management in Harpe's lifecycle.
 
     Every request sends the transcript: what the agent sees. At a turn's start, the last
@@ -202,21 +203,18 @@ class ContextManagementContext:
 
     def __init__(self, base_system: str, config: ContextManagement, *, distill: Distill,
                  pair_distill: Distill | None = None, on_event: Callable[[object], None] | None = None) -> None:
-        if not isinstance(base_system, str):
-            raise StrategyError(f"base_system must be a str, got {type(base_system).__name__}")
+        super().__init__(base_system)
         if not isinstance(config, ContextManagement):
             raise StrategyError(f"config must be a ContextManagement, got {config!r}")
         self._events = EventHub(on_event)
         self._distill = MeteredDistill(distill, self._events)
         self._pair_distill = self._distill if pair_distill is None else MeteredDistill(pair_distill, self._events)
-        self.base_system = base_system
         self.config = config
         # the configuration's derived numbers, read at every request: computed once
         self._over = _tokens_at(config.threshold, config.window)
         self._cutoff = config.cutoff_calls
         self._batch = config.batch_size
         self._pairs = config.tool_pairs
-        self._transcript: list[Message] = []
         self._reported: int | None = None  # the last call's input + output (None: none since a compaction)
         self._calls = 0  # tool calls in the transcript
         self._call_ids: set[str] = set()  # every call id appended, to know whether one came twice
@@ -225,11 +223,11 @@ class ContextManagementContext:
         self._planned: list[str] = []  # call ids to summarize when the current request is answered
         self._summary = ""
         self._starting = False  # the turn's input was added and nothing since: the compaction check
+        self._opening = False  # a turn started and its input is the next message stored
         # the transcript was replaced since the last request (not only appended to): the
         # engine must compare it; Goose never puts a stand-in in place, so edits are () or None
         self._replaced = False
-        self._marked: tuple = ([], 0, None, 0, "")
-        self._turn_input: UserInput | None = None
+        self._marked_state: tuple = (None, 0, "")
 
     @property
     def limit(self) -> Limit:
@@ -247,11 +245,6 @@ class ContextManagementContext:
         return self._distill.distill
 
     @property
-    def transcript(self) -> tuple[Message, ...]:
-        """What the next request carries (a copy)."""
-        return tuple(self._transcript)
-
-    @property
     def visible_calls(self) -> int:
         """The tool calls the agent sees."""
         return self._calls
@@ -260,22 +253,18 @@ class ContextManagementContext:
         """Also report every event to ``sink``."""
         self._events.subscribe(sink)
 
-    def begin_turn(self, input: UserInput) -> None:
-        if not isinstance(input, UserInput):
-            raise TypeError(f"begin_turn takes a UserInput, got {type(input).__name__}")
+    def _mark_turn(self) -> None:
         # the last turn's final call had a summarization running: its lines land after the
         # answer, before this input (made now, so that they are reported with the request
         # that first carries them; they belong to the turn before, which an abort of this one
         # does not undo)
         if self._planned:
             self._summarize_pairs()
-        self._marked = (self._transcript, len(self._transcript), self._reported, self._calls, self._summary)
-        self._turn_input = input
+        self._marked_state = (self._reported, self._calls, self._summary)
         self._turn_calls = 0
-        self._transcript.append(input)
-        self._starting = True
+        self._opening = True
 
-    def append(self, message: Message) -> None:
+    def _added(self, message: Message) -> None:
         if isinstance(message, AssistantMessage):
             calls = len(message.calls)
             if calls:
@@ -287,10 +276,8 @@ class ContextManagementContext:
                     for call in message.calls:
                         ids.add(call.id)
                     self._unique = len(ids) == known + calls
-        elif not isinstance(message, (UserInput, ToolResults)):
-            raise TypeError(f"append takes a harpe_lab message, got {type(message).__name__}")
-        self._transcript.append(message)
-        self._starting = False
+        # the compaction check is due when the turn's input is the newest message
+        self._starting, self._opening = self._opening, False
 
     def observe(self, usage: Usage) -> None:
         self._reported = usage.input_tokens + usage.output_tokens
@@ -312,7 +299,7 @@ class ContextManagementContext:
         # a compaction or a summary replaces the transcript: whether one happened is whether
         # it was replaced
         replaced, self._replaced = self._replaced, False
-        return Compaction(deferred(self.base_system, self._transcript), replaced, None if replaced else ())
+        return self._whole(replaced, self._base_system)
 
     def _compact(self, count: int) -> bool:
         t = self._transcript
@@ -409,19 +396,12 @@ class ContextManagementContext:
                     break
         return where
 
-    def commit_turn(self) -> None:
-        self._turn_input = None
-
-    def abort_turn(self) -> None:
-        transcript, length, self._reported, self._calls, self._summary = self._marked
-        self._transcript = transcript[:length]
+    def _restored(self) -> None:
+        self._reported, self._calls, self._summary = self._marked_state
         self._planned = []  # the cancelled loop aborts its summarization task
         self._replaced = True
         self._turn_calls = 0
-        self._starting = False
-        if self._turn_input is not None:  # an aborted turn keeps its input, as Harpe's contexts do
-            self._transcript.append(self._turn_input)
-        self._turn_input = None
+        self._starting = self._opening = False
 
     def __repr__(self) -> str:
         return f"ContextManagementContext(threshold={self.config.threshold_tokens:,}, {len(self._transcript)} messages)"

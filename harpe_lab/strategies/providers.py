@@ -46,8 +46,9 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 from ..errors import StrategyError
-from ..messages import AssistantMessage, Message, Rendered, ToolResults, Usage, UserInput, deferred
+from ..messages import AssistantMessage, Message, Rendered, ToolResults, Usage, UserInput
 from ..protocol import Compaction, ContextCompacted, Distill, EventHub, Limit, MeteredDistill
+from ._lifecycle import TurnLifecycle
 from .harpe import distill_request
 from ._validate import check_counter, check_int
 
@@ -135,7 +136,7 @@ class ToolRunnerCompaction:
         return ToolRunnerCompactionContext(base_system, self, distill=distill, on_event=on_event)
 
 
-class ToolRunnerCompactionContext:
+class ToolRunnerCompactionContext(TurnLifecycle):
     """The SDK tool runner's compaction in Harpe's lifecycle.
 
     Every request sends the transcript. At each `compact` the last observed usage (input plus
@@ -148,17 +149,15 @@ class ToolRunnerCompactionContext:
     def __init__(self, base_system: str, config: ToolRunnerCompaction, *, distill: Distill,
                  on_event: Callable[[object], None] | None = None) -> None:
         _check_base(base_system, config, ToolRunnerCompaction)
+        super().__init__(base_system)
         self._events = EventHub(on_event)
         self._distill = MeteredDistill(distill, self._events)
-        self.base_system = base_system
         self.config = config
         self._threshold = config.threshold  # read at every request
-        self._transcript: list[Message] = []
         self._reported: int | None = None  # the last response's usage (None: none since a compaction)
         self._summary = ""
         self._changed = False
-        self._marked: tuple = ([], 0, None, "")
-        self._turn_input: UserInput | None = None
+        self._marked_state: tuple = (None, "")
 
     @property
     def limit(self) -> Limit:
@@ -175,26 +174,12 @@ class ToolRunnerCompactionContext:
         """The distiller this context calls."""
         return self._distill.distill
 
-    @property
-    def transcript(self) -> tuple[Message, ...]:
-        """What the next request carries (a copy)."""
-        return tuple(self._transcript)
-
     def subscribe(self, sink: Callable[[object], None]) -> None:
         """Also report every event to ``sink``."""
         self._events.subscribe(sink)
 
-    def begin_turn(self, input: UserInput) -> None:
-        if not isinstance(input, UserInput):
-            raise TypeError(f"begin_turn takes a UserInput, got {type(input).__name__}")
-        self._marked = (self._transcript, len(self._transcript), self._reported, self._summary)
-        self._turn_input = input
-        self._transcript.append(input)
-
-    def append(self, message: Message) -> None:
-        if not isinstance(message, (UserInput, AssistantMessage, ToolResults)):
-            raise TypeError(f"append takes a harpe_lab message, got {type(message).__name__}")
-        self._transcript.append(message)
+    def _mark_turn(self) -> None:
+        self._marked_state = (self._reported, self._summary)
 
     def observe(self, usage: Usage) -> None:
         self._reported = usage.input_tokens + usage.output_tokens
@@ -204,7 +189,7 @@ class ToolRunnerCompactionContext:
         if count is not None and count >= self._threshold:
             self._compact(count)
         changed, self._changed = self._changed, False
-        return Compaction(deferred(self.base_system, self._transcript), changed, None if changed else ())
+        return self._whole(changed, self._base_system)
 
     def _compact(self, count: int) -> None:
         t = self._transcript
@@ -227,16 +212,9 @@ class ToolRunnerCompactionContext:
         self._events.emit(RunnerCompacted(count, self.config.threshold, len(t) - last - len(kept)))
         self._events.emit(ContextCompacted(len(t) - len(kept)))
 
-    def commit_turn(self) -> None:
-        self._turn_input = None
-
-    def abort_turn(self) -> None:
-        transcript, length, self._reported, self._summary = self._marked
-        self._transcript = transcript[:length]
+    def _restored(self) -> None:
+        self._reported, self._summary = self._marked_state
         self._changed = True
-        if self._turn_input is not None:  # an aborted turn keeps its input, as Harpe's contexts do
-            self._transcript.append(self._turn_input)
-        self._turn_input = None
 
     def __repr__(self) -> str:
         return f"ToolRunnerCompactionContext(threshold={self.config.threshold:,}, {len(self._transcript)} messages)"
@@ -278,7 +256,7 @@ class RetentionRatio:
         return RetentionRatioContext(base_system, self, counter=counter, tools=tools, on_event=on_event)
 
 
-class RetentionRatioContext:
+class RetentionRatioContext(TurnLifecycle):
     """OpenAI Realtime's retention-ratio truncation in Harpe's lifecycle.
 
     The request is the window: the messages from the oldest kept on. Each message is priced
@@ -290,19 +268,18 @@ class RetentionRatioContext:
                  tools: Sequence[Mapping[str, Any]] = (), on_event: Callable[[object], None] | None = None) -> None:
         _check_base(base_system, config, RetentionRatio)
         check_counter(counter)
+        super().__init__(base_system)
         self._events = EventHub(on_event)
-        self.base_system = base_system
         self.config = config
         self.counter = counter
         self.tools = tuple(tools)
         self._fixed = int(counter.count_rendered(Rendered(base_system, ()), self.tools))
         self._over = config.limit  # read at every request
-        self._window: list[Message] = []
+        # the window is the transcript: the messages from the oldest kept on
         self._prices: list[int] = []  # the window's messages' tokens
         self._tokens = 0
         self._changed = False
-        self._marked: tuple = ([], [], 0, 0)
-        self._turn_input: UserInput | None = None
+        self._marked_state: tuple = ([], 0)
 
     @property
     def limit(self) -> Limit:
@@ -315,41 +292,26 @@ class RetentionRatioContext:
         """The window's messages' tokens."""
         return self._tokens
 
-    @property
-    def transcript(self) -> tuple[Message, ...]:
-        """What the next request carries (a copy)."""
-        return tuple(self._window)
-
     def subscribe(self, sink: Callable[[object], None]) -> None:
         """Also report every event to ``sink``."""
         self._events.subscribe(sink)
 
-    def begin_turn(self, input: UserInput) -> None:
-        if not isinstance(input, UserInput):
-            raise TypeError(f"begin_turn takes a UserInput, got {type(input).__name__}")
-        self._marked = (self._window, self._prices, len(self._window), self._tokens)
-        self._turn_input = input
-        self.append(input)
+    def _mark_turn(self) -> None:
+        self._marked_state = (self._prices, self._tokens)
 
-    def append(self, message: Message) -> None:
-        if not isinstance(message, (UserInput, AssistantMessage, ToolResults)):
-            raise TypeError(f"append takes a harpe_lab message, got {type(message).__name__}")
+    def _added(self, message: Message) -> None:
         price = int(self.counter.count_message(message))
-        self._window.append(message)
         self._prices.append(price)
         self._tokens += price
-
-    def observe(self, usage: Usage) -> None:
-        pass
 
     def compact(self) -> Compaction:
         if self._tokens > self._over:
             self._truncate()
         changed, self._changed = self._changed, False
-        return Compaction(deferred(self.base_system, self._window), changed, None if changed else ())
+        return self._whole(changed, self._base_system)
 
     def _truncate(self) -> None:
-        w, prices = self._window, self._prices
+        w, prices = self._transcript, self._prices
         before = self._tokens
         target = self.config.ratio * self.config.limit
         # the newest message and, for tool results, the call they answer are never dropped
@@ -363,20 +325,18 @@ class RetentionRatioContext:
             start += 1
         if start == 0:
             return
-        self._window, self._prices, self._tokens = w[start:], prices[start:], tokens  # new lists: requests read the old
+        # new lists: the requests sent and the turn's mark read the old ones
+        self._transcript, self._prices, self._tokens = w[start:], prices[start:], tokens
         self._changed = True
         self._events.emit(Truncated(start, before, tokens))
 
-    def commit_turn(self) -> None:
-        self._turn_input = None
-
-    def abort_turn(self) -> None:
-        window, prices, length, self._tokens = self._marked
-        self._window, self._prices = window[:length], prices[:length]
+    def _restored(self) -> None:
+        prices, self._tokens = self._marked_state
+        length = self._marked[1]
+        self._prices = prices[:length]
         self._changed = True
-        if self._turn_input is not None:  # an aborted turn keeps its input, as Harpe's contexts do
-            self.append(self._turn_input)
-        self._turn_input = None
+        for kept in self._transcript[length:]:  # the turn's input, priced again
+            self._added(kept)
 
     def __repr__(self) -> str:
-        return f"RetentionRatioContext(limit={self.config.limit:,}, {len(self._window)} messages)"
+        return f"RetentionRatioContext(limit={self.config.limit:,}, {len(self._transcript)} messages)"

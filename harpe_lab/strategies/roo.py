@@ -58,8 +58,9 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from ..errors import StrategyError
-from ..messages import AssistantMessage, Message, Rendered, ToolResults, Usage, UserInput, deferred
+from ..messages import AssistantMessage, Message, Rendered, ToolResults, Usage, UserInput
 from ..protocol import Compaction, ContextCompacted, Distill, EventHub, Limit, MeteredDistill
+from ._lifecycle import TurnLifecycle
 from .harpe import distill_request
 from ._validate import check_counter, check_int
 
@@ -248,7 +249,7 @@ class Condense:
         return CondenseContext(base_system, self, counter=counter, distill=distill, tools=tools, on_event=on_event)
 
 
-class CondenseContext:
+class CondenseContext(TurnLifecycle):
     """Roo Code's context management in Harpe's lifecycle.
 
     The transcript is what the model sees; besides it the context keeps the messages since
@@ -261,14 +262,12 @@ class CondenseContext:
 
     def __init__(self, base_system: str, config: Condense, *, counter: Any, distill: Distill,
                  tools: Sequence[Mapping[str, Any]] = (), on_event: Callable[[object], None] | None = None) -> None:
-        if not isinstance(base_system, str):
-            raise StrategyError(f"base_system must be a str, got {type(base_system).__name__}")
+        super().__init__(base_system)
         if not isinstance(config, Condense):
             raise StrategyError(f"config must be a Condense, got {config!r}")
         check_counter(counter)
         self._events = EventHub(on_event)
         self._distill = MeteredDistill(distill, self._events)
-        self.base_system = base_system
         self.config = config
         self.counter = counter
         self.tools = tuple(tools)
@@ -277,8 +276,7 @@ class CondenseContext:
         self._window, self._percent, self._condenses = config.window, config.percent, config.condense
         self._read_tools = config.read_tools
         self._outlines: dict[str, tuple[str, str]] = {}  # path -> (content, its outline), for the condenses to come
-        self._transcript: list[Message] = []
-        self._since: list[Message] = []  # every message since the last summary, hidden ones too
+        self._unsummarized: list[Message] = []  # every message since the last summary, hidden ones too
         self._shadow = 0  # visible messages that only a condense hid
         self._markers: set[int] = set()  # ids of the truncation markers in the transcript
         self._summary_message: UserInput | None = None
@@ -290,9 +288,8 @@ class CondenseContext:
         # `_reads` is also the turn's mark: copied before its first change in the turn, not at
         # every turn's start (a long session reads many files, and most turns read none)
         self._reads_marked = False
-        self._marked: tuple = ()
+        self._marked_state: tuple = ([], 0, 0, set(), None, "", 0, self._reads)
         self._changed = False  # something already sent was removed or replaced since the last request
-        self._turn_input: UserInput | None = None
 
     @property
     def limit(self) -> Limit:
@@ -309,26 +306,16 @@ class CondenseContext:
         """The distiller this context calls."""
         return self._distill.distill
 
-    @property
-    def transcript(self) -> tuple[Message, ...]:
-        """What the next request carries (a copy)."""
-        return tuple(self._transcript)
-
     def subscribe(self, sink: Callable[[object], None]) -> None:
         """Also report every event to ``sink``."""
         self._events.subscribe(sink)
 
-    def begin_turn(self, input: UserInput) -> None:
-        if not isinstance(input, UserInput):
-            raise TypeError(f"begin_turn takes a UserInput, got {type(input).__name__}")
-        self._marked = (self._transcript, len(self._transcript), self._since, len(self._since), self._shadow,
-                        set(self._markers), self._summary_message, self._summary, self._context_tokens,
-                        self._reads)
+    def _mark_turn(self) -> None:
+        self._marked_state = (self._unsummarized, len(self._unsummarized), self._shadow, set(self._markers),
+                              self._summary_message, self._summary, self._context_tokens, self._reads)
         self._reads_marked = True
-        self._turn_input = input
-        self.append(input)
 
-    def append(self, message: Message) -> None:
+    def _added(self, message: Message) -> None:
         if isinstance(message, AssistantMessage):
             read_tools = self._read_tools
             for call in message.calls:
@@ -349,10 +336,7 @@ class CondenseContext:
         elif isinstance(message, UserInput):
             if self._first is None:
                 self._first = message
-        else:
-            raise TypeError(f"append takes a harpe_lab message, got {type(message).__name__}")
-        self._transcript.append(message)
-        self._since.append(message)
+        self._unsummarized.append(message)
 
     def _path(self, tool: str, arguments: object) -> str | None:
         if tool not in self.config.read_tools or not isinstance(arguments, dict):
@@ -372,10 +356,10 @@ class CondenseContext:
             if not condensed and prev > self._allowed:
                 self._truncate(prev)
         changed, self._changed = self._changed, False
-        return Compaction(deferred(self.base_system, self._transcript), changed, None if changed else ())
+        return self._whole(changed, self._base_system)
 
     def _condense(self, prev: int) -> bool:
-        since = self._since
+        since = self._unsummarized
         has_summary = self._summary_message is not None and since and since[0] is self._summary_message
         if len(since) <= 1 or (has_summary and len(since) <= 2):
             return False  # "not enough messages" / "condensed recently": an error, then the fallback
@@ -392,7 +376,7 @@ class CondenseContext:
         # every visible message gets a condense parent: still counted by the sliding window
         self._shadow += sum(id(m) not in self._markers for m in self._transcript)
         self._transcript = [message]
-        self._since = [message]
+        self._unsummarized = [message]
         self._markers = set()
         self._summary_message, self._summary = message, text.strip()
         self._context_tokens = int(self.counter.count_rendered(Rendered(self.base_system, (message,)), self.tools))
@@ -441,9 +425,9 @@ class CondenseContext:
                 out.append(m)
         if shown:
             self._markers.add(id(marker))
-            since = self._since
+            since = self._unsummarized
             where = next((k for k, m in enumerate(since) if m is t[at]), len(since))  # type: ignore[index]
-            self._since = since[:where] + [marker] + since[where:]  # a new list: the turn's mark reads the old
+            self._unsummarized = since[:where] + [marker] + since[where:]  # a new list: the turn's mark reads the old
         # a tool result whose call was hidden is dropped: no provider takes it alone
         cleaned: list[Message] = []
         for m in out:
@@ -458,19 +442,12 @@ class CondenseContext:
             self._transcript = cleaned
         self._events.emit(SlidingWindowTruncated(prev, hide, removed))
 
-    def commit_turn(self) -> None:
-        self._turn_input = None
-
-    def abort_turn(self) -> None:
-        (transcript, length, since, since_length, self._shadow, self._markers, self._summary_message, self._summary,
-         self._context_tokens, self._reads) = self._marked
-        self._transcript = transcript[:length]
-        self._since = since[:since_length]
+    def _restored(self) -> None:
+        (since, since_length, self._shadow, self._markers, self._summary_message, self._summary,
+         self._context_tokens, self._reads) = self._marked_state
+        # the turn's input, kept: it is among the messages since the last summary too
+        self._unsummarized = since[:since_length] + self._transcript[self._marked[1]:]
         self._changed = True
-        if self._turn_input is not None:  # an aborted turn keeps its input, as Harpe's contexts do
-            self._transcript.append(self._turn_input)
-            self._since.append(self._turn_input)
-        self._turn_input = None
 
     def __repr__(self) -> str:
         return f"CondenseContext(allowed={self.config.high_water:,}, {len(self._transcript)} messages)"
