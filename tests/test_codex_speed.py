@@ -52,7 +52,7 @@ class _Walk(CompactContext):
         self._transcript = transcript
         self._fresh = True
         self._reported, self._replies, self._assistants = None, 0, 0
-        self._since = sum(map(_estimate, kept)) + _estimate(transcript[len(kept)])
+        self._after = sum(map(_estimate, kept)) + _estimate(transcript[len(kept)])
         kept_ids = {id(m) for m in kept}
         from harpe_lab.strategies.codex import Compacted
 

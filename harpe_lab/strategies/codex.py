@@ -72,9 +72,10 @@ from itertools import accumulate, islice
 from typing import Callable, Literal, Sequence
 
 from ..errors import StrategyError
-from ..messages import AssistantMessage, Message, Rendered, ToolResult, ToolResults, Usage, UserInput, deferred
+from ..messages import AssistantMessage, Message, Rendered, ToolResult, ToolResults, Usage, UserInput
 from ..protocol import Compaction, ContextCompacted, Distill, EventHub, Limit, MeteredDistill
-from .editing import EditContext
+from ._lifecycle import TurnLifecycle
+from .editing import EditContext, Edits
 from .harpe import distill_request
 from ._validate import check_int
 
@@ -402,7 +403,7 @@ class Compact:
         return CompactContext(base_system, self, distill=distill, on_event=on_event)
 
 
-class CompactContext:
+class CompactContext(TurnLifecycle):
     """Codex's auto-compaction in Harpe's lifecycle.
 
     Every request sends the whole transcript (the history since the last compaction). The
@@ -419,29 +420,25 @@ class CompactContext:
 
     def __init__(self, base_system: str, config: Compact, *, distill: Distill,
                  on_event: Callable[[object], None] | None = None) -> None:
-        if not isinstance(base_system, str):
-            raise StrategyError(f"base_system must be a str, got {type(base_system).__name__}")
+        super().__init__(base_system)
         if not isinstance(config, Compact):
             raise StrategyError(f"config must be a Compact, got {config!r}")
         self._events = EventHub(on_event)
         self._distill = MeteredDistill(distill, self._events)
-        self.base_system = base_system
         self.config = config
-        self._transcript: list[Message] = []
         self._reported: int | None = None  # the last reply's input + output tokens
-        self._since = 0  # estimated tokens of the messages appended after that reply
+        self._after = 0  # estimated tokens of the messages appended after that reply
         self._replies = 0  # replies before the newest user input (each adds `reasoning`)
         self._assistants = 0  # replies in the transcript
         self._pending: UserInput | None = None  # a turn's input, until its first check
+        self._opening = False  # the next message stored is a turn's input
         self._summary = ""
         self._fresh = False  # nothing appended since the last compaction
         self._folded = _Folded.empty()  # what the next compaction reads, synced when it runs
         # the last summary, its distill request lead and its message's estimate: a distiller
         # often writes the same summary again
         self._written: tuple[str | None, str, int] = (None, "", 0)
-        self._marked: tuple = ([], 0, None, 0, 0, 0, "", False, self._folded.mark())
-        self._turn_input: UserInput | None = None
-        self._continues = True  # the list only grew since the last request (no abort)
+        self._marked_state: tuple = (None, 0, 0, 0, "", False, self._folded.mark())
         # id(message) -> (message, `_estimate`): a user message is estimated as it joins the
         # count, and again as `_Folded` takes it in
         self._estimates: dict[int, tuple[Message, int]] = {}
@@ -471,56 +468,55 @@ class CompactContext:
         return self._distill.distill
 
     @property
-    def transcript(self) -> tuple[Message, ...]:
-        """What the next request carries (a copy)."""
-        return tuple(self._transcript)
-
-    @property
     def tokens(self) -> int:
         """Codex's count at the next check (at a turn's start, without the turn's input)."""
-        return (self._reported or 0) + self._since + self.config.reasoning * self._replies
+        return (self._reported or 0) + self._after + self.config.reasoning * self._replies
 
     def subscribe(self, sink: Callable[[object], None]) -> None:
         """Also report every event to ``sink``."""
         self._events.subscribe(sink)
 
-    def begin_turn(self, input: UserInput) -> None:
-        if not isinstance(input, UserInput):
-            raise TypeError(f"begin_turn takes a UserInput, got {type(input).__name__}")
-        # the list and its length, not a copy: appends only extend it, and a compaction
-        # replaces it with a new list, so the turn's start stays readable in O(1)
-        self._marked = (self._transcript, len(self._transcript), self._reported, self._since, self._replies,
-                        self._assistants, self._summary, self._fresh, self._folded.mark())
-        self._turn_input = input
-        self._transcript.append(input)
-        self._fresh = False
-        # Codex checks before it records the turn's message: it joins the count after the check
-        self._pending = input
+    def _mark_turn(self) -> None:
+        self._marked_state = (self._reported, self._after, self._replies, self._assistants, self._summary,
+                              self._fresh, self._folded.mark())
+        self._opening = True
 
-    def append(self, message: Message) -> None:
-        if not isinstance(message, (UserInput, AssistantMessage, ToolResults)):
-            raise TypeError(f"append takes a harpe_lab message, got {type(message).__name__}")
+    def _added(self, message: Message) -> None:
+        self._fresh = False
+        if self._opening:
+            # Codex checks before it records the turn's message: it joins the count after the check
+            self._opening = False
+            self._pending = message  # type: ignore[assignment]  # begin_turn takes only a UserInput
+            return
         self._settle()
         if isinstance(message, AssistantMessage):
-            self._since = 0  # its tokens are in the reported output
+            self._after = 0  # its tokens are in the reported output
             self._assistants += 1
         else:
-            self._since += self._estimate(message)
-        self._transcript.append(message)
-        self._fresh = False
+            self._after += self._estimate(message)
+
+    def _restored(self) -> None:
+        (self._reported, self._after, self._replies, self._assistants, self._summary, self._fresh,
+         folded) = self._marked_state
+        self._folded = _Folded.restore(folded)
+        self._pending = None
+        for kept in self._transcript[self._marked[1]:]:  # an aborted turn keeps its input
+            self._after += self._estimate(kept)
+            self._fresh = False
+            self._replies = self._assistants  # it is the newest user message now
 
     def _settle(self) -> None:
         """The turn's input, held out of the pre-turn check, is now history like any other."""
         if self._pending is not None:
             # reasoning counts for the replies before the newest user message only
             self._replies = self._assistants
-            self._since += self._estimate(self._pending)
+            self._after += self._estimate(self._pending)
             self._pending = None
 
     def observe(self, usage: Usage) -> None:
         self._settle()
         self._reported = usage.input_tokens + usage.output_tokens
-        self._since = 0
+        self._after = 0
 
     def compact(self) -> Compaction:
         phase: Literal["pre_turn", "mid_turn"] = "pre_turn" if self._pending is not None else "mid_turn"
@@ -528,11 +524,7 @@ class CompactContext:
         # right after a compaction nothing is left to fold but what it kept
         compacted = count >= self.config.limit and not self._fresh and self._compact(count, phase)
         self._settle()
-        # unless a compaction or an abort replaced the list, the request is the last one
-        # followed by what was appended since; its tuple is built only when read
-        edits = () if self._continues and not compacted else None
-        self._continues = True
-        return Compaction(deferred(self.base_system, self._transcript), compacted, edits)
+        return self._whole(compacted, self._base_system)
 
     def _compact(self, count: int, phase: Literal["pre_turn", "mid_turn"]) -> bool:
         pending = self._pending
@@ -562,7 +554,7 @@ class CompactContext:
         # no usage is known for the new history until the next reply: Codex's count is then
         # its byte estimate, and it holds no reply whose reasoning would count
         self._reported, self._replies, self._assistants = None, 0, 0
-        self._since = (self._folded.estimates[-1] - self._folded.estimates[0]
+        self._after = (self._folded.estimates[-1] - self._folded.estimates[0]
                        + self._written_for(text, transcript[len(kept)])[1])
         if history is None:
             dropped = end - originals
@@ -583,19 +575,7 @@ class CompactContext:
 
     def commit_turn(self) -> None:
         self._settle()
-        self._turn_input = None
-
-    def abort_turn(self) -> None:
-        (transcript, length, self._reported, self._since, self._replies, self._assistants, self._summary,
-         self._fresh, folded) = self._marked
-        self._transcript = transcript[:length]
-        self._folded = _Folded.restore(folded)
-        self._pending = None
-        self._continues = False
-        if self._turn_input is not None:  # an aborted turn keeps its input, as Harpe's contexts do
-            self.append(self._turn_input)
-            self._replies = self._assistants  # it is the newest user message now
-        self._turn_input = None
+        super().commit_turn()
 
     def __repr__(self) -> str:
         return f"CompactContext(limit={self.config.limit:,}, {len(self._transcript)} messages)"
@@ -605,15 +585,15 @@ class CompactContext:
 
 
 @dataclass(frozen=True, kw_only=True)
-class ToolOutputTruncation:
+class ToolOutputTruncation(Edits):
     """Codex's truncation of tool outputs as it records them: every output longer than
     `budget` approximate tokens keeps its head and tail (`truncate_middle`).
 
-    A frozen edit policy (see `harpe_lab.strategies.editing`): it never mutates its input,
-    returns new `ToolResults` where an output was cut, and keeps every call id, success flag
-    and attachment. Codex cuts before the output is ever sent, so the newest output is sent
-    cut too; the cut output can be a marker's length above the budget, so cutting it again
-    would cut more (Codex never does: each output is recorded once).
+    A frozen edit policy (see `harpe_lab.strategies.editing`), defined by its editor: it
+    never mutates its input, returns new `ToolResults` where an output was cut, and keeps
+    every call id, success flag and attachment. Codex cuts before the output is ever sent, so
+    the newest output is sent cut too; the cut output can be a marker's length above the
+    budget, so cutting it again would cut more (Codex never does: each output is recorded once).
     """
 
     max_tokens: int = TOOL_OUTPUT_TOKENS
@@ -627,38 +607,10 @@ class ToolOutputTruncation:
         """Approximate tokens an output keeps: ``max_tokens`` times Codex's 1.2 allowance, up."""
         return math.ceil(self.max_tokens * SERIALIZATION_ALLOWANCE)
 
-    def _long(self, content: str) -> bool:
-        """Whether Codex cuts ``content``: over the budget's bytes (any text, with a budget of 0)."""
-        # n characters are at most 4n UTF-8 bytes: most outputs pass without being encoded
-        if not content or (self.budget > 0 and len(content) <= self.budget):
-            return False
-        return self.budget == 0 or len(content.encode("utf-8")) > self.budget * _BYTES_PER_TOKEN
-
-    def _cut(self, result: ToolResult) -> ToolResult | None:
-        """``result`` with its output cut, or ``None`` when Codex keeps it whole."""
-        if not self._long(result.content):
-            return None
-        return ToolResult(result.id, truncate_middle(result.content, self.budget), result.attachments,
-                          result.success)
-
-    def _cut_message(self, m: ToolResults) -> ToolResults | None:
-        cut = [self._cut(r) for r in m.results]
-        if all(c is None for c in cut):
-            return None
-        return ToolResults(tuple(r if c is None else c for r, c in zip(m.results, cut)), m.pinned)
-
-    def __call__(self, messages: Sequence[Message]) -> tuple[Message, ...]:
-        out = list(messages)
-        for i, m in enumerate(out):
-            if isinstance(m, ToolResults):
-                cut = self._cut_message(m)
-                if cut is not None:
-                    out[i] = cut
-        return tuple(out)
-
     def incremental(self) -> "_Truncator":
-        """An editor for `EditContext`: this policy over a growing history, a request at a time."""
-        return _Truncator(self)
+        """This policy's editor (`harpe_lab.strategies.editing`): over a growing history, a
+        request at a time; ``policy(messages)`` is a fresh one fed ``messages`` once."""
+        return _Truncator(self.budget)
 
     def context(self, base_system: str) -> EditContext:
         """A fresh lifecycle context that sends this policy applied to the whole transcript."""
@@ -667,16 +619,27 @@ class ToolOutputTruncation:
 
 class _Truncator:
     """`ToolOutputTruncation` over messages that only grow: an output's cut depends on its
-    text alone, so each results message is decided once, when it is appended."""
+    text alone, so each results message is decided once, when it is appended, and is cut
+    when any of its outputs is over ``budget`` approximate tokens."""
 
-    def __init__(self, policy: ToolOutputTruncation) -> None:
-        self.policy = policy
+    def __init__(self, budget: int) -> None:
+        self.budget = budget
+
+    def _long(self, content: str) -> bool:
+        """Whether Codex cuts ``content``: over the budget's bytes (any text, with a budget of 0)."""
+        budget = self.budget
+        # n characters are at most 4n UTF-8 bytes: most outputs pass without being encoded
+        if not content or (budget > 0 and len(content) <= budget):
+            return False
+        return budget == 0 or len(content.encode("utf-8")) > budget * _BYTES_PER_TOKEN
 
     def extend(self, messages: Sequence[Message], start: int) -> list[tuple[int, object]]:
-        long = self.policy._long
+        long = self._long
         return [(i, True) for i in range(start, len(messages))
                 if isinstance(m := messages[i], ToolResults) and any(long(r.content) for r in m.results)]
 
     def build(self, message: Message, decision: object) -> Message:
         assert isinstance(message, ToolResults)
-        return self.policy._cut_message(message) or message
+        long, budget = self._long, self.budget
+        return ToolResults(tuple(ToolResult(r.id, truncate_middle(r.content, budget), r.attachments, r.success)
+                                 if long(r.content) else r for r in message.results), message.pinned)
