@@ -835,7 +835,7 @@ class TestRealData:
         pr = pd.concat(frames)
         rate = pr.groupby("category")["findable_full"].apply(lambda x: float(x.fillna(False).mean()))
         print("\nLoCoMo (3 samples), findable under FullContext:", rate.round(3).to_dict())
-        # the goals: single-hop >= 0.9, multi-hop and temporal >= 0.6 (measured: 0.93, 0.86, 0.94)
+        # the goals: single-hop >= 0.9, multi-hop and temporal >= 0.6 (measured: 0.93, 0.84, 0.94)
         assert rate["single-hop"] >= 0.9 and rate["multi-hop"] >= 0.6 and rate["temporal"] >= 0.6
         # adversarial answers ("Not mentioned…") need a judge; they are never counted as lost
         adversarial = pr[pr["category"] == "adversarial"]
