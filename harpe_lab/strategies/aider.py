@@ -59,6 +59,7 @@ from typing import Any, Callable, Protocol, Sequence
 from ..errors import StrategyError
 from ..messages import AssistantMessage, Message, Rendered, ToolResults, Usage, UserInput, deferred
 from ..protocol import Compaction, ContextCompacted, Distill, EventHub, MeteredDistill
+from ._lifecycle import TurnLifecycle
 from ._validate import check_counter, check_int
 
 __all__ = [
@@ -283,7 +284,7 @@ class Aider:
                             on_event=on_event)
 
 
-class AiderContext:
+class AiderContext(TurnLifecycle):
     """Aider's history summarization in Harpe's lifecycle.
 
     A request is the system prompt, the finished history and the current turn. At
@@ -297,8 +298,7 @@ class AiderContext:
 
     def __init__(self, base_system: str, config: Aider, *, counter: Any, distill: Distill,
                  summarizer: Summarizer | None = None, on_event: Callable[[object], None] | None = None) -> None:
-        if not isinstance(base_system, str):
-            raise StrategyError(f"base_system must be a str, got {type(base_system).__name__}")
+        super().__init__(base_system)
         if not isinstance(config, Aider):
             raise StrategyError(f"config must be an Aider, got {config!r}")
         check_counter(counter)
@@ -306,7 +306,6 @@ class AiderContext:
             raise StrategyError(f"summarizer must be callable like chat_summary, got {summarizer!r}")
         self._events = EventHub(on_event)
         self._distill = MeteredDistill(distill, self._events)
-        self.base_system = base_system
         self.config = config
         self.counter = counter
         self.summarizer: Summarizer = summarizer or chat_summary  # type: ignore[assignment]
@@ -319,20 +318,14 @@ class AiderContext:
         self._cur: list[Message] = []
         self._pending: tuple | None = None  # (history list, its length, its tokens, the summarized history or None)
         self._summary = ""
-        self._sent: list[Message] = []
-        self._continues = True
-        self._marked: list[Message] = []  # the current exchange at the turn's start
-        self._turn_input: UserInput | None = None
+        # the transcript is what the next request carries: the history's messages, then _cur
+        self._swapped = False  # a summary landed at commit_turn: the next request is no continuation
+        self._cur_marked = 0  # the current exchange's length at the turn's start (it only grows in a turn)
 
     @property
     def summary(self) -> str:
         """The text of the summary in the history ("" before the first)."""
         return self._summary
-
-    @property
-    def transcript(self) -> tuple[Message, ...]:
-        """What the next request carries (a copy)."""
-        return tuple(self._sent)
 
     @property
     def history_tokens(self) -> int:
@@ -383,27 +376,28 @@ class AiderContext:
 
     # -- the lifecycle -------------------------------------------------------------------
 
-    def begin_turn(self, input: UserInput) -> None:
-        if not isinstance(input, UserInput):
-            raise TypeError(f"begin_turn takes a UserInput, got {type(input).__name__}")
-        self._marked = list(self._cur)
-        self._turn_input = input
-        self.append(input)
+    def _mark_turn(self) -> None:
+        self._cur_marked = len(self._cur)
 
-    def append(self, message: Message) -> None:
-        if not isinstance(message, (UserInput, AssistantMessage, ToolResults)):
-            raise TypeError(f"append takes a harpe_lab message, got {type(message).__name__}")
+    def _added(self, message: Message) -> None:
         self._cur.append(message)
-        self._sent.append(message)
+
+    def _restored(self) -> None:
+        # what the turn appended goes; its input stays in the current exchange, as in Aider's
+        # cur_messages. A summary that landed at the turn's start stays: it came from the
+        # finished turns, which the aborted one never joined (so the history is rebuilt, not
+        # the turn's start taken back)
+        self._cur = self._cur[:self._cur_marked] + self._transcript[self._marked[1]:]
+        self._transcript = [m for _, unit in self._done for m in unit] + self._cur
 
     def observe(self, usage: Usage) -> None:
         pass  # Aider weighs its history with its own tokenizer
 
     def compact(self) -> Compaction:
         landed = self._summarize_end()
-        edits = () if self._continues and not landed else None
-        self._continues = True
-        return Compaction(deferred(self.base_system, self._sent), landed, edits)
+        edits = None if landed or self._swapped or self._aborted else ()
+        self._swapped = False
+        return self._send(deferred(self._base_system, self._transcript), landed, edits)
 
     def _summarize_end(self) -> bool:
         """``summarize_end``: swap the summary in when the history is still the copy it was
@@ -427,7 +421,7 @@ class AiderContext:
         self._done = done
         self._done_tokens = None  # the summary's own weight is taken when next asked, as Aider does
         self._forget()
-        self._sent = [m for _, unit in done for m in unit] + self._cur
+        self._transcript = [m for _, unit in done for m in unit] + self._cur
         gone = sum(map(len, old.values())) - sum(len(unit) for d, unit in done if id(d) in old)
         self._events.emit(AiderSummarized(tokens, self._budget, before, len(done), result is None))
         self._events.emit(ContextCompacted(gone))
@@ -446,12 +440,12 @@ class AiderContext:
         if self._done_tokens is not None:  # only what joined is weighed: the rest is summed already
             self._done_tokens += sum(self._count(d) for d, _ in joined)
         self._cur = []
-        self._turn_input = None
+        super().commit_turn()
         tokens = self.history_tokens
         if tokens <= self._budget:
             return
         if self._summarize_end():  # a summary still pending lands first (Aider joins its thread)
-            self._continues = False
+            self._swapped = True
         try:
             result: list[dict[str, str]] | None = self.summarizer(
                 [d for d, _ in self._done], max_tokens=self._budget, window=self.config.window,
@@ -461,14 +455,5 @@ class AiderContext:
         self._pending = (self._done, len(self._done), tokens, result)
         self._forget()
 
-    def abort_turn(self) -> None:
-        # what the turn appended goes; its input stays in the current exchange, as in Aider's
-        # cur_messages. A summary that landed at the turn's start stays: it came from the
-        # finished turns, which the aborted one never joined
-        self._cur = self._marked + ([self._turn_input] if self._turn_input is not None else [])
-        self._sent = [m for _, unit in self._done for m in unit] + self._cur
-        self._continues = False
-        self._turn_input = None
-
     def __repr__(self) -> str:
-        return f"AiderContext(budget={self.config.budget:,.0f}, {len(self._sent)} messages)"
+        return f"AiderContext(budget={self.config.budget:,.0f}, {len(self._transcript)} messages)"

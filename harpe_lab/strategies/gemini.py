@@ -83,6 +83,7 @@ from typing import Callable, Iterable, Literal, Sequence
 from ..errors import StrategyError
 from ..messages import AssistantMessage, Message, Rendered, ToolResult, ToolResults, Usage, UserInput, deferred
 from ..protocol import Compaction, ContextCompacted, Distill, EventHub, Limit, MeteredDistill
+from ._lifecycle import TurnLifecycle
 from .harpe import distill_request
 from ._validate import check_int
 
@@ -421,7 +422,7 @@ def _history_end(transcript: Sequence[Message]) -> int:
     return len(transcript) - 1 if transcript and not isinstance(transcript[-1], AssistantMessage) else len(transcript)
 
 
-class ChatCompressionContext:
+class ChatCompressionContext(TurnLifecycle):
     """Gemini CLI's chat compression in Harpe's lifecycle.
 
     Every request sends the whole transcript (the history since the last compression). At
@@ -436,11 +437,10 @@ class ChatCompressionContext:
     def __init__(self, base_system: str, config: ChatCompression, *, distill: Distill,
                  on_event: Callable[[object], None] | None = None) -> None:
         _check_context(base_system, config, ChatCompression)
+        super().__init__(base_system)
         self._events = EventHub(on_event)
         self._distill = MeteredDistill(distill, self._events)
-        self.base_system = base_system
         self.config = config
-        self._transcript: list[Message] = []
         self._reported = 0  # lastPromptTokenCount: no reply yet, nothing to compress
         self._latched = False  # hasFailedCompressionAttempt
         self._summary = ""
@@ -448,8 +448,7 @@ class ChatCompressionContext:
         self._edits: set[int] | None = set()  # places replaced since the last request (None: the list was)
         self._measures: dict[int, tuple[Message, int, float]] = {}  # id -> (message, JSON units, estimate)
         self._trigger = config.trigger  # asked at every request; the config is frozen
-        self._marked: tuple = ([], 0, 0, "")
-        self._turn_input: UserInput | None = None
+        self._marked_state: tuple = (0, "")  # the count and the summary at the turn's start
 
     @property
     def limit(self) -> Limit:
@@ -467,11 +466,6 @@ class ChatCompressionContext:
         return self._distill.distill
 
     @property
-    def transcript(self) -> tuple[Message, ...]:
-        """What the next request carries (a copy)."""
-        return tuple(self._transcript)
-
-    @property
     def tokens(self) -> int:
         """Gemini's count: the last reported prompt (or its estimate of a history it replaced)."""
         return self._reported
@@ -485,19 +479,16 @@ class ChatCompressionContext:
         """Also report every event to ``sink``."""
         self._events.subscribe(sink)
 
-    def begin_turn(self, input: UserInput) -> None:
-        if not isinstance(input, UserInput):
-            raise TypeError(f"begin_turn takes a UserInput, got {type(input).__name__}")
-        # the list and its length, not a copy: appends only extend it, and anything that
-        # changes what was sent builds a new list, so the turn's start stays readable in O(1)
-        self._marked = (self._transcript, len(self._transcript), self._reported, self._summary)
-        self._turn_input = input
-        self.append(input)
+    def _mark_turn(self) -> None:
+        # anything that changes what was sent builds a new list, so the base's (list, length)
+        # mark keeps the turn's start; the count and the summary are saved beside it
+        self._marked_state = (self._reported, self._summary)
 
-    def append(self, message: Message) -> None:
-        if not isinstance(message, (UserInput, AssistantMessage, ToolResults)):
-            raise TypeError(f"append takes a harpe_lab message, got {type(message).__name__}")
-        self._transcript.append(message)
+    def _restored(self) -> None:
+        # the latch and the saved files' numbering live in Gemini's client, which an abort does
+        # not roll back: only the history and its count are restored
+        self._reported, self._summary = self._marked_state
+        self._edits = None
 
     def observe(self, usage: Usage) -> None:
         self._reported = usage.input_tokens
@@ -512,7 +503,7 @@ class ChatCompressionContext:
             self._edits = set()
         else:
             edits = ()  # most requests: nothing replaced, and the empty set serves again
-        return Compaction(deferred(self.base_system, self._transcript), changed or edits is None or bool(edits), edits)
+        return self._send(deferred(self._base_system, self._transcript), changed or edits is None or bool(edits), edits)
 
     def _measured(self, message: Message, names: dict[str, str]) -> tuple[int, float]:
         # a kept message is measured again at every compression: measured once, remembered
@@ -634,19 +625,6 @@ class ChatCompressionContext:
         self._events.emit(ContextCompacted(split))
         return True
 
-    def commit_turn(self) -> None:
-        self._turn_input = None
-
-    def abort_turn(self) -> None:
-        # the latch and the saved files' numbering live in Gemini's client, which an abort does
-        # not roll back: only the history and its count are restored
-        transcript, length, self._reported, self._summary = self._marked
-        self._transcript = transcript[:length]
-        self._edits = None
-        if self._turn_input is not None:  # an aborted turn keeps its input, as Harpe's contexts do
-            self._transcript.append(self._turn_input)
-        self._turn_input = None
-
     def __repr__(self) -> str:
         return f"ChatCompressionContext(trigger={self.config.trigger:,}, {len(self._transcript)} messages)"
 
@@ -747,7 +725,7 @@ class ToolOutputMasking:
         return ToolOutputMaskingContext(base_system, self, on_event=on_event)
 
 
-class ToolOutputMaskingContext:
+class ToolOutputMaskingContext(TurnLifecycle):
     """Gemini CLI's tool-output masking in Harpe's lifecycle.
 
     The transcript holds what Gemini's history holds: masked outputs stay masked. At each
@@ -760,14 +738,11 @@ class ToolOutputMaskingContext:
     def __init__(self, base_system: str, config: ToolOutputMasking, *,
                  on_event: Callable[[object], None] | None = None) -> None:
         _check_context(base_system, config, ToolOutputMasking)
+        super().__init__(base_system)
         self._events = EventHub(on_event)
-        self.base_system = base_system
         self.config = config
-        self._transcript: list[Message] = []
         self._names: dict[str, str] = {}
         self._edits: set[int] | None = set()
-        self._marked: tuple = ([], 0)
-        self._turn_input: UserInput | None = None
         self._reset()
 
     def _reset(self) -> None:
@@ -781,11 +756,6 @@ class ToolOutputMaskingContext:
         self._scanned = 0  # transcript[:_scanned] has been looked at
 
     @property
-    def transcript(self) -> tuple[Message, ...]:
-        """What the next request carries (a copy)."""
-        return tuple(self._transcript)
-
-    @property
     def prunable_tokens(self) -> int:
         """The tokens a masking would take now, as Gemini estimates them."""
         return self._prunable
@@ -794,24 +764,15 @@ class ToolOutputMaskingContext:
         """Also report every event to ``sink``."""
         self._events.subscribe(sink)
 
-    def begin_turn(self, input: UserInput) -> None:
-        if not isinstance(input, UserInput):
-            raise TypeError(f"begin_turn takes a UserInput, got {type(input).__name__}")
-        self._marked = (self._transcript, len(self._transcript))
-        self._turn_input = input
-        self.append(input)
-
-    def append(self, message: Message) -> None:
-        if not isinstance(message, (UserInput, AssistantMessage, ToolResults)):
-            raise TypeError(f"append takes a harpe_lab message, got {type(message).__name__}")
+    def _added(self, message: Message) -> None:
         if isinstance(message, AssistantMessage):
             names = self._names
             for c in message.calls:
                 names[c.id] = c.name
-        self._transcript.append(message)
 
-    def observe(self, usage: Usage) -> None:
-        pass
+    def _restored(self) -> None:
+        self._edits = None
+        self._reset()  # rebuilt from the restored transcript at the next scan (masked outputs skip themselves)
 
     def _scan(self) -> None:
         """Add the outputs that joined the scanned history: all of it but the request's own
@@ -888,19 +849,7 @@ class ToolOutputMaskingContext:
             self._edits = set()
         else:
             edits = ()  # most requests: nothing masked, and the empty set serves again
-        return Compaction(deferred(self.base_system, self._transcript), edits is None or bool(edits), edits)
-
-    def commit_turn(self) -> None:
-        self._turn_input = None
-
-    def abort_turn(self) -> None:
-        transcript, length = self._marked
-        self._transcript = transcript[:length]
-        self._edits = None
-        self._reset()  # rebuilt from the restored transcript at the next scan (masked outputs skip themselves)
-        if self._turn_input is not None:
-            self._transcript.append(self._turn_input)
-        self._turn_input = None
+        return self._send(deferred(self._base_system, self._transcript), edits is None or bool(edits), edits)
 
     def __repr__(self) -> str:
         return f"ToolOutputMaskingContext(protect={self.config.protect:,}, {len(self._transcript)} messages)"
