@@ -233,3 +233,25 @@ def test_the_lists_of_getattr_exceptions_only_shrink() -> None:
 def test_the_discovery_check_sees_literals_and_loops(source: str, flagged: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(globals(), "MODULES", [("x.py", ast.parse(source))])
     assert bool(_discovery()) is flagged
+
+
+def test_the_turn_lifecycle_is_defined_once():
+    """Only `TurnLifecycle` begins and aborts a turn; a strategy that does more at a commit
+    overrides `commit_turn` and calls the base's (the peers' adapters wrap other projects'
+    code and are not ours)."""
+    found = []
+    for path, tree in MODULES:
+        if not path.startswith("harpe_lab/strategies/"):
+            continue
+        for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)):
+            for fn in (n for n in cls.body if isinstance(n, ast.FunctionDef)):
+                if path.endswith("/_lifecycle.py") and cls.name == "TurnLifecycle":
+                    continue
+                if fn.name in ("begin_turn", "abort_turn"):
+                    found.append(f"{path} {cls.name}.{fn.name}")
+                elif fn.name == "commit_turn" and not any(
+                        isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and c.func.attr == "commit_turn"
+                        and isinstance(c.func.value, ast.Call) and getattr(c.func.value.func, "id", "") == "super"
+                        for c in ast.walk(fn)):
+                    found.append(f"{path} {cls.name}.commit_turn without super().commit_turn()")
+    assert found == [], "a second definition of the turn lifecycle: use TurnLifecycle's hooks instead"
