@@ -173,6 +173,7 @@ def _utf16(text: str) -> int:
     return len(text) if text.isascii() else len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 
+@lru_cache(maxsize=1 << 16)  # a latched context truncates the whole history at every request
 def _text_estimate(text: str) -> float:
     # estimateTextTokens: 4 ASCII characters a token, 1.5 tokens per other UTF-16 unit, and
     # plain units / 4 above 100,000 units (where Gemini skips the per-character loop)
