@@ -63,6 +63,11 @@ class TestCalibratedByDefault:
         mine = sum(r["cost_usd_cached"] for r in doc["requests"] if r["request"] in set(calls["request"]))
         theirs = float(calls["cost_usd_cached"].sum())
         assert theirs > 0 and abs(mine / theirs - 1) < 0.05, (mine, theirs)
+        # the JSON states the same comparison the table's last line does, over the same calls
+        stated = doc["cost_against_recorded"]
+        assert stated["calls"] == len(calls) and stated["until_request"] == (points[0]["request"] if points else None)
+        assert stated["replayed_usd"] == pytest.approx(mine, abs=1e-5)
+        assert stated["recorded_usd"] == pytest.approx(theirs, abs=1e-5)
 
     @real
     @pytest.mark.real_data

@@ -310,6 +310,18 @@ def cli_replay(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cost_against(frame: Any, m: Any) -> dict[str, Any] | None:
+    """The comparison the table's last line states, for scripts: the replay's cost with
+    caching beside the recorded bill over the same recorded calls (`Recorded.against`)."""
+    if m.recorded is None:
+        return None
+    mine, theirs, calls = m.recorded.against(frame)
+    if math.isnan(mine) or math.isnan(theirs):
+        return None
+    return {"replayed_usd": round(mine, 6), "recorded_usd": round(theirs, 6), "calls": calls,
+            "until_request": m.recorded.compactions[0].request if m.recorded.compactions else None}
+
+
 def _json_doc(args: argparse.Namespace, conversation: Any, budget: int | None, m: Any, result: Any, columns: list,
               tally: Any) -> dict[str, Any]:  # fmt: skip
     """``--format json``'s document up to its totals and requests (the caller adds them
@@ -324,6 +336,7 @@ def _json_doc(args: argparse.Namespace, conversation: Any, budget: int | None, m
         "budget": budget,
         **m.as_dict(),
         "replayed_compactions": [int(i) for i in frame.loc[frame["compacted"], "request"]],
+        "cost_against_recorded": _cost_against(frame, m),
         **({"show": request_preview(result, args.show, m.counter, tally)} if args.show is not None else {}),
         "redaction": tally.header() if not args.no_redact else "redaction off",
     }
