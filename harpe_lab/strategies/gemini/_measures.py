@@ -1,0 +1,127 @@
+"""Gemini's measures of its history: ``JSON.stringify`` lengths (UTF-16 units) and
+``estimateTokenCountSync`` estimates of the ``Content`` each harpe_lab message maps to. Only
+*where* Gemini cuts depends on them (the replay prices what is sent with its own counter), so
+they follow Gemini's formulas exactly, and fast: every message is measured at every check."""
+
+from __future__ import annotations
+
+import json
+import math
+from json.encoder import encode_basestring  # type: ignore[attr-defined]
+from functools import lru_cache
+from typing import Iterable
+
+from ...messages import AssistantMessage, Message, UserInput
+
+_FULL_HEURISTIC_CHARS = 100_000  # MAX_CHARS_FOR_FULL_HEURISTIC
+
+
+def _utf16(text: str) -> int:
+    """JavaScript's ``text.length``: UTF-16 code units."""
+    return len(text) if text.isascii() else len(text.encode("utf-16-le", "surrogatepass")) // 2
+
+
+@lru_cache(maxsize=1 << 16)  # a latched context truncates the whole history at every request
+def _text_estimate(text: str) -> float:
+    # estimateTextTokens: 4 ASCII characters a token, 1.5 tokens per other UTF-16 unit, and
+    # plain units / 4 above 100,000 units (where Gemini skips the per-character loop)
+    units = _utf16(text)
+    if units > _FULL_HEURISTIC_CHARS or text.isascii():
+        return units / 4
+    ascii_chars = len(text.encode("ascii", "ignore"))
+    return ascii_chars / 4 + (units - ascii_chars) * 1.5
+
+
+def estimate_tokens(text: str) -> int:
+    """Gemini's ``estimateTokenCountSync([{text}])``: ASCII at 4 characters a token, any other
+    UTF-16 unit 1.5 tokens, a text over 100,000 units at 4 units a token; rounded down."""
+    return math.floor(_text_estimate(text))
+
+
+_COMPACT_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+# what json.dumps(obj, ensure_ascii=False, separators=(",", ":")) builds at every call, built once
+
+
+def _dumps(obj: object) -> str:
+    # JSON.stringify: compact, non-ASCII left as it is
+    return _COMPACT_JSON.encode(obj)
+
+
+def _quoted(text: str) -> str:
+    # JSON.stringify of a string: json's own (C) string encoder, non-ASCII left as it is
+    return encode_basestring(text)
+
+
+def _response_tokens(name: str, content: str) -> float:
+    # estimateFunctionResponseTokens: the name and the JSON of the response ({"output": …}),
+    # 4 UTF-16 units a token; escapes are ASCII, so the JSON's units are the text's plus them
+    return (_utf16(name) + len('{"output":}') + _units(content)) / 4
+
+
+def _tool_names(messages: Iterable[Message]) -> dict[str, str]:
+    return {c.id: c.name for m in messages if isinstance(m, AssistantMessage) for c in m.calls}
+
+
+_PLAIN_BYTES = bytes(b for b in range(256) if b >= 0x20 and b not in b'"\\')
+"""The bytes a JSON string holds as they are (all but control characters, quote, backslash)."""
+_SHORT_ESCAPES = b'"\\\b\f\n\r\t'
+"""The characters JSON escapes as a backslash and one more character (other controls: \\u00XX)."""
+
+
+def _units(text: str) -> int:
+    """UTF-16 units of ``text`` as a JSON string (quotes and escapes, all ASCII, included)."""
+    if text.isascii():
+        # what escaping adds, counted on the bytes without building the escaped string
+        # (about twice as fast): 1 for a short escape, 5 for a \u00XX one
+        special = text.encode("ascii").translate(None, _PLAIN_BYTES)
+        return len(text) + 2 + len(special) + 4 * len(special.translate(None, _SHORT_ESCAPES))
+    return _utf16(text) + len(_quoted(text)) - len(text)
+
+
+@lru_cache(maxsize=1024)
+def _name_units(name: str) -> tuple[int, int]:
+    """``(_units(name), _utf16(name))`` of a tool name: a few names come back in every message."""
+    return _units(name), _utf16(name)
+
+
+def _text_measure(text: str) -> tuple[int, float]:
+    """``(_units(text), _text_estimate(text))``: a message's text is measured both ways, its
+    escapes (the costly part) counted once."""
+    if text.isascii():
+        return _units(text), len(text) / 4
+    escapes = len(_quoted(text)) - len(text)
+    units = len(text.encode("utf-16-le", "surrogatepass")) // 2
+    if units > _FULL_HEURISTIC_CHARS:
+        return units + escapes, units / 4
+    ascii_chars = len(text.encode("ascii", "ignore"))
+    return units + escapes, ascii_chars / 4 + (units - ascii_chars) * 1.5
+
+
+def _measure(message: Message, names: dict[str, str]) -> tuple[int, float]:
+    """``(JSON.stringify(content).length, estimateTokenCountSync(parts))`` of ``message`` as the
+    ``Content`` Gemini's history holds (ids left out), the estimate not yet rounded down."""
+    if isinstance(message, UserInput):
+        # {"role":"user","parts":[{"text":…}]}
+        units, estimate = _text_measure(message.text)
+        return 35 + units, estimate
+    if isinstance(message, AssistantMessage):
+        size, parts, estimate = 27, 0, 0.0  # {"role":"model","parts":[…]}
+        if message.text:
+            units, text_estimate = _text_measure(message.text)
+            size += 9 + units  # {"text":…}
+            parts += 1
+            estimate += text_estimate
+        for c in message.calls:
+            call = 34 + _name_units(c.name)[0] + _utf16(_dumps(c.input))  # {"functionCall":{"name":…,"args":…}}
+            size += call
+            parts += 1
+            estimate += call / 4
+        return size + max(0, parts - 1), estimate
+    size, estimate = 26, 0.0
+    for r in message.results:
+        name_units, name_length = _name_units(names.get(r.id, ""))
+        units = _units(r.content)
+        # {"functionResponse":{"name":…,"response":{"output":…}}}
+        size += 53 + name_units + units
+        estimate += (name_length + len('{"output":}') + units) / 4  # _response_tokens, escaped once
+    return size + max(0, len(message.results) - 1), estimate
