@@ -1,6 +1,9 @@
 """Codex CLI's context management: inline auto-compaction (`Compact`) and the truncation of
 tool outputs as they are recorded into history (`ToolOutputTruncation`).
 
+This module holds the compaction; the truncation policy and the token estimate and middle
+truncation both use live in `harpe_lab.strategies._codex_truncation`, and are re-exported here.
+
 Sources read: openai/codex at commit 5e505ff8773649162126df9e8b67140e3e435672 (main of
 2026-02-21; the recordings below were written by ``0.104.0-alpha.1`` two days later, and
 none of these files changed in between):
@@ -65,19 +68,31 @@ compaction prompt as its system prompt.
 from __future__ import annotations
 
 import json
-import math
 from bisect import bisect_right
 from dataclasses import dataclass
 from itertools import accumulate, islice
 from typing import Callable, Literal, Sequence
 
 from ..errors import StrategyError
-from ..messages import AssistantMessage, Message, Rendered, ToolResult, ToolResults, Usage, UserInput
+from ..messages import AssistantMessage, Message, Rendered, ToolResults, Usage, UserInput
 from ..protocol import Compaction, ContextCompacted, Distill, EventHub, Limit, MeteredDistill
 from ._lifecycle import TurnLifecycle
-from .editing import EditContext, Edits
 from .harpe import distill_request
 from ._validate import check_int
+
+# The tool-output truncation is its own policy, in its own module; its names are re-exported
+# here, where they have always been imported from. `approx_tokens` is bound in this module's
+# namespace on purpose: the compaction below looks it up here (tests count its calls by
+# patching `harpe_lab.strategies.codex.approx_tokens`).
+from ._codex_truncation import (
+    _BYTES_PER_TOKEN,
+    SERIALIZATION_ALLOWANCE,
+    TOOL_OUTPUT_TOKENS,
+    ToolOutputTruncation,
+    _Truncator,
+    approx_tokens,
+    truncate_middle,
+)
 
 __all__ = [
     "CONTEXT_WINDOW",
@@ -108,12 +123,6 @@ EFFECTIVE_WINDOW_PERCENT = 95
 limit's base; kept to explain the rollouts' ``model_context_window``."""
 USER_MESSAGE_TOKENS = 20_000
 """``COMPACT_USER_MESSAGE_MAX_TOKENS``: the newest user messages kept verbatim, in approximate tokens."""
-TOOL_OUTPUT_TOKENS = 10_000
-"""The gpt-5.x-codex models' ``truncation_policy``: ``tokens(10_000)``."""
-SERIALIZATION_ALLOWANCE = 1.2
-"""``process_item`` records tool outputs at the policy times this."""
-
-_BYTES_PER_TOKEN = 4  # APPROX_BYTES_PER_TOKEN
 _IMAGE_BYTES = 340  # IMAGE_BYTES_ESTIMATE at the commit read (raised to 7,373 on 2026-02-24)
 
 SUMMARY_PREFIX = (
@@ -136,38 +145,6 @@ COMPACT_PROMPT = (
     "Be concise, structured, and focused on helping the next LLM seamlessly continue the work.\n"
 )
 """``templates/compact/prompt.md``: Codex sends it as a user message after the whole history."""
-
-
-def approx_tokens(text: str) -> int:
-    """Codex's ``approx_token_count``: UTF-8 bytes / 4, rounded up."""
-    return -(-len(text.encode("utf-8")) // _BYTES_PER_TOKEN)
-
-
-def truncate_middle(text: str, max_tokens: int) -> str:
-    """Codex's ``truncate_text(text, TruncationPolicy::Tokens(max_tokens))``.
-
-    A text of at most ``4 * max_tokens`` UTF-8 bytes comes back unchanged. A longer one keeps
-    its first ``budget // 2`` bytes and its last ``budget - budget // 2`` (whole characters
-    only: a character cut by either edge is dropped), with ``"…N tokens truncated…"`` between,
-    ``N = ceil((bytes - budget) / 4)``. With ``max_tokens == 0`` only the marker is left,
-    counting every byte.
-    """
-    check_int("max_tokens", max_tokens, 0)
-    if not text:
-        return ""
-    data = text.encode("utf-8")
-    budget = max_tokens * _BYTES_PER_TOKEN
-    if max_tokens > 0 and len(data) <= budget:
-        return text
-    if budget == 0:
-        return f"…{-(-len(data) // _BYTES_PER_TOKEN)} tokens truncated…"
-    left = budget // 2
-    # the input is valid UTF-8, so the only bytes "ignore" drops are the pieces of the one
-    # character each cut splits: what remains is Codex's prefix and suffix on char boundaries
-    head = data[:left].decode("utf-8", "ignore")
-    tail = data[len(data) - (budget - left):].decode("utf-8", "ignore")
-    removed = -(-(len(data) - budget) // _BYTES_PER_TOKEN)
-    return f"{head}…{removed} tokens truncated…{tail}"
 
 
 def summary_message(summary: str) -> str:
@@ -579,67 +556,3 @@ class CompactContext(TurnLifecycle):
 
     def __repr__(self) -> str:
         return f"CompactContext(limit={self.config.limit:,}, {len(self._transcript)} messages)"
-
-
-# --- tool output truncation ------------------------------------------------------------------
-
-
-@dataclass(frozen=True, kw_only=True)
-class ToolOutputTruncation(Edits):
-    """Codex's truncation of tool outputs as it records them: every output longer than
-    `budget` approximate tokens keeps its head and tail (`truncate_middle`).
-
-    A frozen edit policy (see `harpe_lab.strategies.editing`), defined by its editor: it
-    never mutates its input, returns new `ToolResults` where an output was cut, and keeps
-    every call id, success flag and attachment. Codex cuts before the output is ever sent, so
-    the newest output is sent cut too; the cut output can be a marker's length above the
-    budget, so cutting it again would cut more (Codex never does: each output is recorded once).
-    """
-
-    max_tokens: int = TOOL_OUTPUT_TOKENS
-    """The model's ``truncation_policy`` limit (``tool_output_token_limit`` in the config)."""
-
-    def __post_init__(self) -> None:
-        check_int("max_tokens", self.max_tokens, 0)
-
-    @property
-    def budget(self) -> int:
-        """Approximate tokens an output keeps: ``max_tokens`` times Codex's 1.2 allowance, up."""
-        return math.ceil(self.max_tokens * SERIALIZATION_ALLOWANCE)
-
-    def incremental(self) -> "_Truncator":
-        """This policy's editor (`harpe_lab.strategies.editing`): over a growing history, a
-        request at a time; ``policy(messages)`` is a fresh one fed ``messages`` once."""
-        return _Truncator(self.budget)
-
-    def context(self, base_system: str) -> EditContext:
-        """A fresh lifecycle context that sends this policy applied to the whole transcript."""
-        return EditContext(base_system, self)
-
-
-class _Truncator:
-    """`ToolOutputTruncation` over messages that only grow: an output's cut depends on its
-    text alone, so each results message is decided once, when it is appended, and is cut
-    when any of its outputs is over ``budget`` approximate tokens."""
-
-    def __init__(self, budget: int) -> None:
-        self.budget = budget
-
-    def _long(self, content: str) -> bool:
-        """Whether Codex cuts ``content``: over the budget's bytes (any text, with a budget of 0)."""
-        budget = self.budget
-        # n characters are at most 4n UTF-8 bytes: most outputs pass without being encoded
-        if not content or (budget > 0 and len(content) <= budget):
-            return False
-        return budget == 0 or len(content.encode("utf-8")) > budget * _BYTES_PER_TOKEN
-
-    def extend(self, messages: Sequence[Message], start: int) -> list[tuple[int, object]]:
-        long = self._long
-        return [(i, True) for i in range(start, len(messages))
-                if isinstance(m := messages[i], ToolResults) and any(long(r.content) for r in m.results)]
-
-    def build(self, message: Message, decision: object) -> Message:
-        assert isinstance(message, ToolResults)
-        long, budget = self._long, self.budget
-        return ToolResults(tuple(ToolResult(r.id, truncate_middle(r.content, budget), r.attachments, r.success)
-                                 if long(r.content) else r for r in message.results), message.pinned)
