@@ -52,11 +52,21 @@ __all__ = [
     "MeteredDistill",
     "EventHub",
     "fresh_distiller",
+    "DISTILL_SYSTEM",
 ]
 
 Distill = Callable[[Rendered], "str | None"]
 LimitKind = Literal["budget", "high_water", "target"]
 _KINDS = ("budget", "high_water", "target")
+
+DISTILL_SYSTEM = (
+    "You maintain a running summary of a conversation between a user and an agent. Reply with "
+    "ONLY the updated summary text — no preamble, no headings. Preserve: the user's goals and "
+    "constraints, decisions made, facts discovered, tool actions taken and their outcomes, and "
+    "unresolved questions. Be concise; drop pleasantries and dead ends."
+)
+"""Harpe's distill system prompt (spec §4.7): what every `Distill` receives as the system of
+the request a strategy hands it, unless the strategy has its own."""
 
 
 @dataclass(frozen=True)

@@ -449,7 +449,7 @@ def _frontier(tried: Any, column: str) -> Any:
 def agent_setting(strategy: str, values: Mapping[str, Any]) -> str:
     """The agent's own configuration for a preset's knob values, where the agent has one
     (``""`` otherwise)."""
-    from .strategies.claude_code import AUTOCOMPACT_BUFFER, CONTEXT_WINDOW, SUMMARY_OUTPUT_RESERVE
+    from .strategies.anthropic.claude_code import AUTOCOMPACT_BUFFER, CONTEXT_WINDOW, SUMMARY_OUTPUT_RESERVE
 
     if strategy == "claude-code" and "high_water" in values:
         window = int(values.get("context_window") or CONTEXT_WINDOW)

@@ -1,7 +1,7 @@
 """The coding agents' own context management, replayed natively: Gemini CLI's compression and
 masking, OpenCode, Goose, Roo Code, the Anthropic SDK tool runner's compaction and OpenAI
 Realtime's retention ratio (``harpe_lab.strategies.gemini``, ``.opencode``, ``.goose``,
-``.roo``, ``.providers``).
+``.roo``, ``.anthropic.tool_runner``, ``.openai.realtime``).
 
 One class per strategy: its configuration's validation, cases computed by hand from the
 agent's source (thresholds, budgets, batch sizes, the texts it writes), generated
@@ -1286,7 +1286,8 @@ class TestRoo:
 
 # --- the providers' own: the Anthropic SDK tool runner, OpenAI Realtime ----------------------------
 
-from harpe_lab.strategies import providers  # noqa: E402
+from harpe_lab.strategies.anthropic import tool_runner  # noqa: E402
+from harpe_lab.strategies.openai import realtime  # noqa: E402
 
 
 class Flat:
@@ -1302,20 +1303,20 @@ class Flat:
 class TestAnthropicSdkCompaction:
     def test_bad_values_and_defaults(self):
         with pytest.raises(StrategyError, match="threshold must be an int >= 1, got 0"):
-            providers.ToolRunnerCompaction(threshold=0)
-        c = providers.ToolRunnerCompaction()
+            tool_runner.ToolRunnerCompaction(threshold=0)
+        c = tool_runner.ToolRunnerCompaction()
         assert c.threshold == 100_000 and pickle.loads(pickle.dumps(c)) == c
         assert c.context(SYSTEM, distill=Distiller()).limit == Limit(tokens=100_000, kind="high_water")
         preset = PRESETS["anthropic-sdk-compaction"]
         assert preset.family == "anthropic" and preset.build(system=SYSTEM, high_water=6_000)().limit.tokens == 6_000
-        assert providers.summary_message("x") == "<summary>\nx\n</summary>"
-        assert providers.summary_message("<summary>y</summary>") == "<summary>y</summary>"
-        assert providers.summary_message("as said in <summary>") == "<summary>\nas said in <summary>\n</summary>"
+        assert tool_runner.summary_message("x") == "<summary>\nx\n</summary>"
+        assert tool_runner.summary_message("<summary>y</summary>") == "<summary>y</summary>"
+        assert tool_runner.summary_message("as said in <summary>") == "<summary>\nas said in <summary>\n</summary>"
 
     def test_the_response_that_crosses_is_discarded_and_the_rest_summarized(self):
         events: list = []
         distill = Distiller("done so far")
-        ctx = providers.ToolRunnerCompaction(threshold=1_000).context(SYSTEM, distill=distill, on_event=events.append)
+        ctx = tool_runner.ToolRunnerCompaction(threshold=1_000).context(SYSTEM, distill=distill, on_event=events.append)
         ctx.begin_turn(user("go"))
         ctx.compact()
         ctx.observe(Usage(input_tokens=500, output_tokens=499))  # 999
@@ -1329,8 +1330,8 @@ class TestAnthropicSdkCompaction:
         assert out.compacted and out.rendered.messages == (UserInput("<summary>\ndone so far\n</summary>"),)
         text = _request_text(distill.requests[0])
         assert "first output" in text and "second output" not in text  # never run, never seen
-        assert distill.requests[0].system == providers.SUMMARY_PROMPT
-        assert events == [providers.RunnerCompacted(1_000, 1_000, 2), ContextCompacted(5)]
+        assert distill.requests[0].system == tool_runner.SUMMARY_PROMPT
+        assert events == [tool_runner.RunnerCompacted(1_000, 1_000, 2), ContextCompacted(5)]
         # at a turn's start the new input follows the summary; the answer that crossed goes
         ctx.observe(Usage(input_tokens=2_000))
         ctx.append(reply("answer"))
@@ -1339,12 +1340,12 @@ class TestAnthropicSdkCompaction:
         ctx.begin_turn(new)
         out = ctx.compact()
         assert out.rendered.messages[1:] == (new,) and out.rendered.messages[1] is new
-        assert events[-2] == providers.RunnerCompacted(2_000, 1_000, 1)
+        assert events[-2] == tool_runner.RunnerCompacted(2_000, 1_000, 1)
 
     @PROPERTY
     @given(conversations(), st.integers(20, 2_000))
     def test_generated_conversations(self, convo, threshold):
-        config = providers.ToolRunnerCompaction(threshold=threshold)
+        config = tool_runner.ToolRunnerCompaction(threshold=threshold)
         rp = replay(convo, lambda: config.context(SYSTEM, distill=ExtractiveDistiller(max_chars=300)),
                     counter=COUNTER, name="anthropic-sdk-compaction")
         frame = rp.requests
@@ -1376,7 +1377,7 @@ class TestAnthropicSdkCompaction:
         assert fired
         first = next(i for i in range(1, len(rp)) if _previous_usage(frame, i) >= 100_000)
         assert fired[0].request == first and fired[0].event.tokens == _previous_usage(frame, first)
-        assert rp.rendered(first).messages == (UserInput(providers.summary_message(rp.summary(first))),)
+        assert rp.rendered(first).messages == (UserInput(tool_runner.summary_message(rp.summary(first))),)
 
 
 class TestRetentionRatio:
@@ -1387,11 +1388,11 @@ class TestRetentionRatio:
     ])
     def test_bad_values_are_shown(self, kwargs, message):
         with pytest.raises(StrategyError, match=message):
-            providers.RetentionRatio(**kwargs)
+            realtime.RetentionRatio(**kwargs)
 
     def test_defaults_and_the_preset(self):
-        assert providers.RetentionRatio(limit=10).ratio == 0.8
-        ctx = providers.RetentionRatio(limit=50).context(SYSTEM, counter=Flat())
+        assert realtime.RetentionRatio(limit=10).ratio == 0.8
+        ctx = realtime.RetentionRatio(limit=50).context(SYSTEM, counter=Flat())
         assert ctx.limit == Limit(tokens=53, kind="target")  # the messages' limit and the empty request's 3
         preset = PRESETS["retention-ratio"]
         assert preset.family == "openai-realtime" and preset.budget_knob.name == "budget"
@@ -1407,7 +1408,7 @@ class TestRetentionRatio:
     ])
     def test_the_oldest_go_until_the_ratio_of_the_limit(self, limit, ratio, kept):
         events: list = []
-        ctx = providers.RetentionRatio(limit=limit, ratio=ratio).context(SYSTEM, counter=Flat(),
+        ctx = realtime.RetentionRatio(limit=limit, ratio=ratio).context(SYSTEM, counter=Flat(),
                                                                           on_event=events.append)
         ctx.begin_turn(user("task"))
         outs = [ctx.compact()]
@@ -1417,7 +1418,7 @@ class TestRetentionRatio:
             outs.append(ctx.compact())
         assert not any(o.compacted for o in outs[:3])
         assert outs[3].compacted and _names(outs[3].rendered.messages) == kept
-        assert events == [providers.Truncated(7 - len(kept), 70, 10 * len(kept))]
+        assert events == [realtime.Truncated(7 - len(kept), 70, 10 * len(kept))]
         # dropped stays dropped: the next request extends this one
         ctx.append(reply("done"))
         ctx.commit_turn()
@@ -1426,7 +1427,7 @@ class TestRetentionRatio:
         assert nxt.rendered.messages[: len(kept)] == outs[3].rendered.messages[: len(kept)] or nxt.compacted
 
     def test_the_newest_message_and_its_call_stay_even_alone_over_the_limit(self):
-        ctx = providers.RetentionRatio(limit=5).context(SYSTEM, counter=Flat())
+        ctx = realtime.RetentionRatio(limit=5).context(SYSTEM, counter=Flat())
         ctx.begin_turn(user("task"))
         assert _names(ctx.compact().rendered.messages) == ["task"]
         ctx.append(reply("", call("c1")))
@@ -1436,7 +1437,7 @@ class TestRetentionRatio:
     @PROPERTY
     @given(conversations(), st.integers(10, 2_000), st.integers(0, 100))
     def test_generated_conversations(self, convo, limit, percent):
-        config = providers.RetentionRatio(limit=limit, ratio=percent / 100)
+        config = realtime.RetentionRatio(limit=limit, ratio=percent / 100)
         rp = replay(convo, lambda: config.context(SYSTEM, counter=COUNTER), counter=COUNTER, name="retention-ratio")
         for i in range(len(rp)):
             sent = rp.rendered(i).messages

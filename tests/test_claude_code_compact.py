@@ -1,4 +1,4 @@
-"""Claude Code's auto-compact (harpe_lab.strategies.claude_code), and its check against the
+"""Claude Code's auto-compact (harpe_lab.strategies.anthropic.claude_code), and its check against the
 compactions Claude Code really made.
 
 What "replaying a recorded session up to and through its compaction" means here: the
@@ -35,7 +35,7 @@ from harpe_lab.messages import AssistantMessage, Rendered, Usage, UserInput
 from harpe_lab.presets import PRESETS, make_strategy
 from harpe_lab.protocol import ContextCompacted, DeclaresLimit, DistillCall, HoldsSummary, Limit
 from harpe_lab.replay import replay
-from harpe_lab.strategies.claude_code import (
+from harpe_lab.strategies.anthropic.claude_code import (
     AUTOCOMPACT_BUFFER,
     CONTEXT_WINDOW,
     CONTINUATION_HEAD,

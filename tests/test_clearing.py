@@ -1,4 +1,4 @@
-"""Tool-result clearing: Anthropic's clear_tool_uses_20250919, as harpe_lab.strategies.clearing."""
+"""Tool-result clearing: Anthropic's clear_tool_uses_20250919, as harpe_lab.strategies.anthropic.clearing."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ from harpe_lab.errors import StrategyError
 from harpe_lab.messages import Rendered, ToolCall, ToolResult, ToolResults
 from harpe_lab.protocol import DeclaresLimit, Limit
 from harpe_lab.replay import replay
-from harpe_lab.strategies.clearing import DEFAULT_PLACEHOLDER, ClearToolUses, Priced
+from harpe_lab.strategies.anthropic.clearing import DEFAULT_PLACEHOLDER, ClearToolUses, Priced
 from harpe_lab.tokens import BytesCounter
 
 

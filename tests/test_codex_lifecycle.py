@@ -23,9 +23,9 @@ from harpe_lab.strategies.codex import (
     Compact,
     CompactContext,
     ToolOutputTruncation,
-    _estimate,
     truncate_middle,
 )
+from harpe_lab.strategies.codex._compact import _estimate
 from harpe_lab.strategies.editing import EditContext, Edits
 
 _fast = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -1,4 +1,4 @@
-"""Codex's auto-compaction kept a message at a time (`harpe_lab.strategies.codex._Folded`) sends
+"""Codex's auto-compaction kept a message at a time (`harpe_lab.strategies.codex._compact._Folded`) sends
 what the walk over the whole history sent: the same requests, distill requests, counts and
 events, under random lifecycles (aborts, a distiller saying "not this time", images, empty
 texts, user messages that read as summaries, one object given twice); and a compaction at every
@@ -17,11 +17,10 @@ from harpe_lab.strategies.codex import (
     SUMMARY_PREFIX,
     Compact,
     CompactContext,
-    _estimate,
-    _select,
     is_summary_message,
     summary_message,
 )
+from harpe_lab.strategies.codex._compact import _estimate, _select
 from harpe_lab.strategies.harpe import distill_request
 
 
@@ -165,7 +164,7 @@ def test_a_compaction_at_every_request_reads_each_message_once(monkeypatch):
     # every user message is kept (user_tokens far above the limit), so a compaction runs at
     # every request over a history that keeps growing: each message is still classified,
     # measured and estimated once, not once per compaction
-    import harpe_lab.strategies.codex as codex
+    import harpe_lab.strategies.codex._compact as codex
 
     calls = {"is_summary_message": 0, "approx_tokens": 0, "_estimate": 0}
     for name in calls:

@@ -595,7 +595,7 @@ class TestOneLifecycle:
 
     @staticmethod
     def _classes():
-        from harpe_lab.strategies.claude_code import AutoCompactContext
+        from harpe_lab.strategies.anthropic.claude_code import AutoCompactContext
         from harpe_lab.strategies.langchain import SummarizationContext
         from harpe_lab.strategies.laser import PolicyContext
         from harpe_lab.strategies.orion import OrionContext

@@ -14,14 +14,14 @@ from hypothesis import strategies as st
 
 from editing_support import conversations
 from harpe_lab.messages import AssistantMessage, ToolCall, ToolResult, ToolResults, UserInput
-from harpe_lab.strategies.clearing import ClearToolUses, Priced
+from harpe_lab.strategies.anthropic.clearing import ClearToolUses, Priced
 from harpe_lab.strategies.editing import EditContext
 from harpe_lab.strategies.langchain import ClearToolUsesEdit
 from harpe_lab.strategies.langchain._clearing import _Bound
 from harpe_lab.strategies.langchain._units import units_of
-from harpe_lab.strategies.masking import LastNObservations, elided
+from harpe_lab.strategies.swe_agent import LastNObservations, elided
 from harpe_lab.strategies.openhands import MASKED, ObservationMasking, events_in
-from harpe_lab.strategies.trimming import ToolOutputTrimmer, trimmed_text
+from harpe_lab.strategies.openai.agents_sdk import ToolOutputTrimmer, trimmed_text
 
 
 def _flat(conversation) -> tuple:

@@ -37,11 +37,11 @@ from harpe_lab.evaluate import (
 from harpe_lab.messages import Rendered, Usage, UserInput
 from harpe_lab.presets import PRESETS, make_strategy
 from harpe_lab.replay import replay
-from harpe_lab.strategies.claude_code import API_ERROR_PREFIXES, AutoCompact, AutoCompactFailed
+from harpe_lab.strategies.anthropic.claude_code import API_ERROR_PREFIXES, AutoCompact, AutoCompactFailed
 from harpe_lab.strategies.codex import SUMMARY_PREFIX as CODEX_PREFIX
 from harpe_lab.strategies.codex import summary_message as codex_summary_message
 from harpe_lab.strategies.harpe import FullContext, SummarizingContext
-from harpe_lab.strategies.hybrid import checkpoint_text
+from harpe_lab.strategies.jetbrains import checkpoint_text
 from harpe_lab.strategies.langchain import SUMMARY_ATTEMPTS, SUMMARY_PREFIX as LANGCHAIN_PREFIX, Summarization
 from harpe_lab.summarize import DistillFallback, RecordedDistiller
 from harpe_lab.tokens import BytesCounter, TiktokenCounter

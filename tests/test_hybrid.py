@@ -1,4 +1,4 @@
-"""The Complexity Trap's hybrid (harpe_lab.strategies.hybrid): SWE-agent's masking plus a
+"""The Complexity Trap's hybrid (harpe_lab.strategies.jetbrains): SWE-agent's masking plus a
 checkpoint of the oldest N turns once N + M are unsummarized."""
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ from harpe_lab.errors import StrategyError
 from harpe_lab.messages import AssistantMessage, ToolResults
 from harpe_lab.presets import make_strategy
 from harpe_lab.replay import replay
-from harpe_lab.strategies.hybrid import CHECKPOINT_SYSTEM, Hybrid, checkpoint_text
-from harpe_lab.strategies.masking import LastNObservations
+from harpe_lab.strategies.jetbrains import CHECKPOINT_SYSTEM, Hybrid, checkpoint_text
+from harpe_lab.strategies.swe_agent import LastNObservations
 from harpe_lab.tokens import BytesCounter
 
 

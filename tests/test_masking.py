@@ -1,4 +1,4 @@
-"""Observation masking: SWE-agent's LastNObservations, as harpe_lab.strategies.masking."""
+"""Observation masking: SWE-agent's LastNObservations, as harpe_lab.strategies.swe_agent."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ from harpe_lab.errors import StrategyError
 from harpe_lab.messages import ToolResult, ToolResults
 from harpe_lab.replay import replay
 from harpe_lab.strategies.editing import EditContext
-from harpe_lab.strategies.masking import COMPLEXITY_TRAP_N, LastNObservations, elided
+from harpe_lab.strategies.swe_agent import COMPLEXITY_TRAP_N, LastNObservations, elided
 from harpe_lab.tokens import BytesCounter
 
 

@@ -11,7 +11,9 @@ from hypothesis import strategies as st
 
 from editing_support import SYSTEM, assert_pairs_by_ids, call, conversations, reply, results, user
 from harpe_lab.messages import AssistantMessage, Rendered, ToolResults, Usage, UserInput
-from harpe_lab.strategies import goose, providers, roo
+from harpe_lab.strategies import goose, roo
+from harpe_lab.strategies.anthropic import tool_runner
+from harpe_lab.strategies.openai import realtime
 from harpe_lab.strategies._lifecycle import TurnLifecycle
 from harpe_lab.tokens import BytesCounter
 
@@ -48,12 +50,12 @@ def _roo(allowed: int = 100, **config) -> roo.CondenseContext:
         SYSTEM, counter=COUNTER, distill=_Distiller())
 
 
-def _runner(threshold: int = 100) -> providers.ToolRunnerCompactionContext:
-    return providers.ToolRunnerCompaction(threshold=threshold).context(SYSTEM, distill=_Distiller())
+def _runner(threshold: int = 100) -> tool_runner.ToolRunnerCompactionContext:
+    return tool_runner.ToolRunnerCompaction(threshold=threshold).context(SYSTEM, distill=_Distiller())
 
 
-def _retention(limit: int = 35, ratio: float = 0.5) -> providers.RetentionRatioContext:
-    return providers.RetentionRatio(limit=limit, ratio=ratio).context(SYSTEM, counter=_Flat())
+def _retention(limit: int = 35, ratio: float = 0.5) -> realtime.RetentionRatioContext:
+    return realtime.RetentionRatio(limit=limit, ratio=ratio).context(SYSTEM, counter=_Flat())
 
 
 CONTEXTS = {
@@ -74,7 +76,7 @@ def _answered(ctx, text: str, answer: str, usage: int = 10) -> None:
 
 class TestOneLifecycle:
     @pytest.mark.parametrize("cls", [goose.ContextManagementContext, roo.CondenseContext,
-                                     providers.ToolRunnerCompactionContext, providers.RetentionRatioContext])
+                                     tool_runner.ToolRunnerCompactionContext, realtime.RetentionRatioContext])
     def test_it_comes_from_the_one_base_and_keeps_only_its_hooks(self, cls):
         assert issubclass(cls, TurnLifecycle)
         own = set(vars(cls))

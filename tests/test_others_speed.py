@@ -1,5 +1,6 @@
 """The shortcuts that keep Goose's, Roo Code's and the providers' strategies cheap per request
-(``harpe_lab.strategies.goose``, ``.roo``, ``.providers``) send what the plain way sends.
+(``harpe_lab.strategies.goose``, ``.roo``, ``.anthropic.tool_runner``, ``.openai.realtime``)
+send what the plain way sends.
 
 Goose finds the calls it summarizes from the transcript's start while no call id has come
 twice, and by a map of every call otherwise: both ways pick the same rounds. Roo keeps each

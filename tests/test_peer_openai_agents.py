@@ -16,7 +16,7 @@ from editing_support import SYSTEM, call, conversations, reply, results, round_t
 from harpe_lab import datasets
 from harpe_lab.errors import StrategyError
 from harpe_lab.replay import replay
-from harpe_lab.strategies.trimming import ToolOutputTrimmer
+from harpe_lab.strategies.openai.agents_sdk import ToolOutputTrimmer
 from harpe_lab.tokens import BytesCounter
 
 pytest.importorskip("agents", reason="the peers extra (openai-agents) is not installed")

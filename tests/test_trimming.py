@@ -1,5 +1,5 @@
 """Tool output trimming: the OpenAI Agents SDK's ToolOutputTrimmer, as
-harpe_lab.strategies.trimming (grouped as the SDK's own tests are)."""
+harpe_lab.strategies.openai.agents_sdk (grouped as the SDK's own tests are)."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from editing_support import (
 from harpe_lab import datasets
 from harpe_lab.errors import StrategyError
 from harpe_lab.messages import ToolResult, ToolResults
-from harpe_lab.strategies.trimming import ToolOutputTrimmer, trimmed_text
+from harpe_lab.strategies.openai.agents_sdk import ToolOutputTrimmer, trimmed_text
 from harpe_lab.tokens import BytesCounter
 
 BIG = "x" * 1000

@@ -6,7 +6,7 @@ converts the whole transcript to the SDK's Responses-API input items, calls the 
 ``call_model_input_filter`` (with a ``CallModelData`` holding a ``ModelInputData``), and
 converts the items it returns back to harpe_lab messages. ``SDKTrimmer(...).context(system)``
 runs it through `harpe_lab.strategies.editing.EditContext`, like the native twin
-`harpe_lab.strategies.trimming.ToolOutputTrimmer`. Tested against openai-agents 0.24.0.
+`harpe_lab.strategies.openai.agents_sdk.ToolOutputTrimmer`. Tested against openai-agents 0.24.0.
 
 Messages, ours → the SDK's input items:
 
@@ -30,7 +30,7 @@ from typing import Any, Sequence
 from ..errors import StrategyError
 from ..messages import AssistantMessage, Message, ToolCall, ToolResult, ToolResults, UserInput, parse_arguments
 from ..strategies.editing import EditContext
-from ..strategies.trimming import ToolOutputTrimmer as NativeTrimmer
+from ..strategies.openai.agents_sdk import ToolOutputTrimmer as NativeTrimmer
 
 try:
     from agents.extensions.tool_output_trimmer import ToolOutputTrimmer as _SDKToolOutputTrimmer
@@ -118,7 +118,7 @@ class SDKTrimmer:
     """An edit policy that trims with the SDK's own ``ToolOutputTrimmer``.
 
     ``trimmer`` is an ``agents.extensions.ToolOutputTrimmer``, or a native
-    `harpe_lab.strategies.trimming.ToolOutputTrimmer` whose knobs are copied to a new one.
+    `harpe_lab.strategies.openai.agents_sdk.ToolOutputTrimmer` whose knobs are copied to a new one.
     ``instructions`` is what the SDK would be given as the agent's instructions (the trimmer
     does not read it).
     """
@@ -134,7 +134,7 @@ class SDKTrimmer:
         elif not isinstance(trimmer, _SDKToolOutputTrimmer):
             raise StrategyError(
                 f"trimmer must be an agents.extensions.ToolOutputTrimmer or a native "
-                f"harpe_lab.strategies.trimming.ToolOutputTrimmer, got {trimmer!r}"
+                f"harpe_lab.strategies.openai.agents_sdk.ToolOutputTrimmer, got {trimmer!r}"
             )
         self.trimmer = trimmer
         self.instructions = instructions

@@ -61,6 +61,7 @@ from ..messages import AssistantMessage, Message, Rendered, ToolResults, Usage, 
 from ..protocol import Compaction, ContextCompacted, Distill, EventHub, MeteredDistill
 from ._lifecycle import TurnLifecycle
 from ._validate import check_counter, check_int
+from ._preset import Factory, Knob, Preset, make_distiller
 
 __all__ = [
     "SUMMARIZE_PROMPT",
@@ -73,6 +74,7 @@ __all__ = [
     "Aider",
     "AiderContext",
     "AiderSummarized",
+    "PRESETS",
 ]
 
 DEFAULT_WINDOW = 128_000
@@ -457,3 +459,34 @@ class AiderContext(TurnLifecycle):
 
     def __repr__(self) -> str:
         return f"AiderContext(budget={self.config.budget:,.0f}, {len(self._transcript)} messages)"
+
+
+# --- presets ------------------------------------------------------------------------------
+
+
+def _aider(*, counter: Any, system: str, distill: Distill | None, history_tokens: int | None, window: int,
+           **_: Any) -> Factory:
+    config = Aider(window=window, history_tokens=history_tokens)
+    # Aider asks for a brief summary: about half the history budget, at 4 characters a token
+    make = make_distiller(distill, int(config.budget) * 2)
+    return lambda: config.context(system, counter=counter, distill=make())
+
+
+PRESETS: tuple[Preset, ...] = (
+    Preset(name="aider", family="aider",
+           source="Aider (`Aider-AI/aider` @5dc9490b; aider-chat 0.86.2) `aider/history.py` (`ChatSummary`), "
+                  "`aider/coders/base_coder.py` (`summarize_start`, `summarize_end`), `aider/models.py`; checked "
+                  "against Aider's own ChatSummary (`harpe_lab.peers.aider`)",
+           description="Aider's chat history summary: finished turns over history_tokens summarized in the "
+                       "background (the head recursively, the tail under half the budget kept), landing one turn "
+                       "late as a user message and \"Ok.\"",
+           knobs=(Knob(name="history_tokens", unit="tokens", default=None, scales=True,
+                       help="--max-chat-history-tokens: the finished history's budget (each message as the tokens "
+                            "of its JSON); default min(max(window / 16, 1,024), 8,192)"),
+                  Knob(name="window", unit="tokens", default=128_000, minimum=1,
+                       help="the model's max input tokens (it sets the default budget, and how much of the head one "
+                            "summary reads: window − 512); a property of the model")),
+           needs=frozenset({"counter", "distill"}), _make=_aider,
+           note="the current turn is never summarized and the summary lands with the next turn: a long agent turn "
+                "goes out whole; a failing summarizer empties the history, as in Aider; no limit declared"),
+)

@@ -44,6 +44,7 @@ from ..messages import AssistantMessage, Message, Rendered, ToolResults, UserInp
 from ..protocol import Compaction, Limit
 from ._lifecycle import PolicyLifecycle
 from ._validate import check_int
+from ._preset import Factory, Knob, Preset, budget_knob
 
 __all__ = [
     "Buffered",
@@ -53,6 +54,7 @@ __all__ = [
     "Running",
     "pair_up",
     "skipped_text",
+    "PRESETS",
 ]
 
 
@@ -449,3 +451,48 @@ class ModelContext(PolicyLifecycle):
                 f"policy {self.policy!r} dropped the newest message; a request must end with it"
             )
         return self._request(out)
+
+
+# --- presets ------------------------------------------------------------------------------
+
+
+def _autogen_buffered(*, system: str, buffer_size: int, **_: Any) -> Factory:
+    policy = Buffered(buffer_size=buffer_size)
+    return lambda: policy.context(system)
+
+
+def _autogen_head_and_tail(*, system: str, head_size: int, tail_size: int, **_: Any) -> Factory:
+    policy = HeadAndTail(head_size=head_size, tail_size=tail_size)
+    return lambda: policy.context(system)
+
+
+def _autogen_token_limited(*, counter: Any, system: str, tools: tuple, budget: int, **_: Any) -> Factory:
+    policy = TokenLimited.within(budget, counter=counter, system=system, tools=tools)
+    return lambda: policy.context(system)
+
+
+PRESETS: tuple[Preset, ...] = (
+    Preset(name="autogen-buffered", family="autogen",
+           source='autogen-core 0.7.5 `model_context/_buffered_chat_completion_context.py`',
+           description="AutoGen's BufferedChatCompletionContext: the last buffer_size messages",
+           knobs=(Knob(name="buffer_size", unit="messages", default=20, minimum=1,
+                       help="keep the last buffer_size messages (a leading tool result is dropped)"),),
+           _make=_autogen_buffered, note="counts messages, not tokens: no limit is declared"),
+    Preset(name="autogen-head-and-tail", family="autogen",
+           source='autogen-core 0.7.5 `model_context/_head_and_tail_chat_completion_context.py`',
+           description="AutoGen's HeadAndTailChatCompletionContext: the first and the last messages, "
+                       "\"Skipped N messages.\" between",
+           knobs=(Knob(name="head_size", unit="messages", default=2, minimum=1, help="the first messages kept"),
+                  Knob(name="tail_size", unit="messages", default=20, minimum=1, help="the last messages kept")),
+           _make=_autogen_head_and_tail,
+           note="counts messages, not tokens: no limit is declared; the placeholder is a user message"),
+    Preset(name="autogen-token-limited", family="autogen",
+           source='autogen-core 0.7.5 `model_context/_token_limited_chat_completion_context.py`',
+           description="AutoGen's TokenLimitedChatCompletionContext: pop messages out of the middle until the "
+                       "request fits",
+           knobs=(budget_knob("the request's tokens, system and tools included (AutoGen's token_limit is this less "
+                          "the system prompt)"),),
+           needs=frozenset({"counter"}), limit_kind="target", _make=_autogen_token_limited,
+           note="keeps the first messages and the newest; goes over only when the newest message (with its call) "
+                "does not fit beside what AutoGen kept"),
+)

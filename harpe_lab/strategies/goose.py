@@ -48,7 +48,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 from ..errors import StrategyError
 from ..messages import AssistantMessage, Message, Rendered, ToolResults, Usage, UserInput
@@ -56,6 +56,7 @@ from ..protocol import Compaction, ContextCompacted, Distill, EventHub, Limit, M
 from ._lifecycle import TurnLifecycle
 from .harpe import distill_request
 from ._validate import check_int
+from ._preset import Factory, Knob, Preset, make_distiller
 
 __all__ = [
     "CONTEXT_LIMIT",
@@ -70,6 +71,7 @@ __all__ = [
     "ContextManagementContext",
     "ThresholdCompacted",
     "ToolPairsSummarized",
+    "PRESETS",
 ]
 
 CONTEXT_LIMIT = 128_000
@@ -405,3 +407,39 @@ class ContextManagementContext(TurnLifecycle):
 
     def __repr__(self) -> str:
         return f"ContextManagementContext(threshold={self.config.threshold_tokens:,}, {len(self._transcript)} messages)"
+
+
+# --- presets ------------------------------------------------------------------------------
+
+
+def _goose(*, system: str, distill: Distill | None, high_water: int | None, window: int, **_: Any) -> Factory:
+    if high_water is not None and high_water >= window:
+        raise StrategyError(f"high_water must be below window ({window:,}), got {high_water:,}: Goose's threshold is a "
+                            "fraction of the window under 1; raise window")
+    config = ContextManagement(window=window,
+                               threshold=COMPACTION_THRESHOLD if high_water is None else high_water / window)
+    make = make_distiller(distill, min(8_000, config.threshold_tokens))
+    if distill is not None:  # one distiller for both, as one (stateful) summarizer would be
+        return lambda: config.context(system, distill=make())
+    pairs = make_distiller(None, 300)  # offline, a tool pair's summary is one short line
+    return lambda: config.context(system, distill=make(), pair_distill=pairs())
+
+
+PRESETS: tuple[Preset, ...] = (
+    Preset(name="goose", family="goose",
+           source="Goose (`block/goose` @331a8429) `crates/goose/src/context_mgmt/mod.rs`, "
+                  "`crates/goose/src/agents/agent.rs`",
+           description="Goose's context management: a turn that starts above 80% of the window compacts everything "
+                       "into a summary and re-sends its input; past a cutoff of visible tool calls, the oldest are "
+                       "replaced by one-line summaries, a batch at a time",
+           knobs=(Knob(name="high_water", unit="tokens", default=None, scales=True,
+                       help="the last call's reported tokens above which the next turn starts with a compaction; "
+                            "default: 80% of window (GOOSE_AUTO_COMPACT_THRESHOLD); the tool-call cutoff is it / "
+                            "10,000, clamped to 10 to 500, the batch a fifth of that (at least 3)"),
+                  Knob(name="window", unit="tokens", default=128_000, minimum=2,
+                       help="the model's context_limit (128,000 when Goose does not know the model); a property of "
+                            "the model, not of the conversation")),
+           needs=frozenset({"distill"}), limit_kind="high_water", _make=_goose,
+           note="checked only when a turn starts: a long agent turn is never compacted; the tool-pair summaries "
+                "change the prefix whenever a batch lands, and their lines pile up at the end of the history"),
+)

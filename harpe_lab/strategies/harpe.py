@@ -14,13 +14,14 @@ tokens than its high-water mark. See ``docs/concepts.md`` and the Harpe specific
 from __future__ import annotations
 
 from collections import deque
-from typing import Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from .._text import CHARS_PER_TOKEN, message_chars, truncate, turn_groups
 from ..errors import StrategyError
 from ..messages import AssistantMessage, Message, Rendered, Usage, UserInput
-from ..protocol import Compaction, Context, ContextCompacted, Distill, EventHub, Limit, MeteredDistill
+from ..protocol import DISTILL_SYSTEM, Compaction, Context, ContextCompacted, Distill, EventHub, Limit, MeteredDistill
 from ._lifecycle import TurnLifecycle
+from ._preset import DEFAULT_BUDGET, Factory, Knob, Preset, budget_knob, make_distiller
 
 __all__ = [
     "Context",
@@ -37,16 +38,11 @@ __all__ = [
     "CHARS_PER_TOKEN",
     "DISTILL_SYSTEM",
     "distill_request",
+    "PRESETS",
 ]
 
 SUMMARY_HEADER = (
     "# Conversation summary\n\n(Older turns, distilled; the messages below are the most recent turns.)\n\n"
-)
-DISTILL_SYSTEM = (
-    "You maintain a running summary of a conversation between a user and an agent. Reply with "
-    "ONLY the updated summary text — no preamble, no headings. Preserve: the user's goals and "
-    "constraints, decisions made, facts discovered, tool actions taken and their outcomes, and "
-    "unresolved questions. Be concise; drop pleasantries and dead ends."
 )
 
 
@@ -268,3 +264,52 @@ class SummarizingContext(TurnLifecycle):
         # a fold during the aborted turn is undone with the transcript (§4.7)
         self._summary = self._marked_summary
         self._last_input_tokens = self._marked_input_tokens
+
+
+# --- presets ------------------------------------------------------------------------------
+
+
+def _full(*, system: str, **_: Any) -> Factory:
+    return lambda: FullContext(system)
+
+
+def _turn(*, system: str, **_: Any) -> Factory:
+    return lambda: TurnContext(system)
+
+
+def _windowed(*, system: str, budget: int, **_: Any) -> Factory:
+    return lambda: WindowedContext(system, max_chars=CHARS_PER_TOKEN * budget)
+
+
+def _summarizing(*, system: str, distill: Distill | None, high_water: int, low_water: int | None, **_: Any) -> Factory:
+    low = high_water // 2 if low_water is None else low_water
+    make = make_distiller(distill, high_water)
+    return lambda: SummarizingContext(system, high_water_tokens=high_water, low_water_chars=CHARS_PER_TOKEN * low,
+                                      distill=make())  # fmt: skip
+
+
+PRESETS: tuple[Preset, ...] = (
+    Preset(name="full", family="harpe",
+           source='Harpe spec §4.4 (`harpe-format.md`)',
+           description="Harpe's FullContext: the whole transcript, every request",
+           _make=_full),
+    Preset(name="windowed", family="harpe",
+           source='Harpe spec §4.5',
+           description="Harpe's WindowedContext: the newest whole turns that fit the budget (measured in characters)",
+           knobs=(budget_knob(f"the window, converted to characters at {CHARS_PER_TOKEN} a token"),),
+           limit_kind="target", _make=_windowed,
+           note="the current turn is never cut, so a long agent turn goes over the budget"),
+    Preset(name="turn", family="harpe",
+           source='Harpe spec §4.6',
+           description="Harpe's TurnContext: only the current turn", _make=_turn),
+    Preset(name="summarizing", family="harpe",
+           source='Harpe spec §4.7',
+           description="Harpe's SummarizingContext: fold the oldest turns into a summary above the high water",
+           knobs=(Knob(name="high_water", unit="tokens", default=DEFAULT_BUDGET, scales=True,
+                       help="compact after the provider reports more input tokens than this"),
+                  Knob(name="low_water", unit="tokens", default=None, minimum=0, scales=True,
+                       help=f"keep the newest turns that fit this (as {CHARS_PER_TOKEN}× characters); "
+                            "default: half the high water")),
+           needs=frozenset({"distill"}), limit_kind="high_water", _make=_summarizing,
+           note="reactive: the request that crosses the high water goes out before the compaction"),
+)

@@ -54,7 +54,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from ..errors import StrategyError
 from ..messages import AssistantMessage, Message, Rendered, ToolResult, ToolResults, Usage, UserInput, deferred
@@ -62,6 +62,7 @@ from ..protocol import Compaction, ContextCompacted, Distill, EventHub, Limit, M
 from ._lifecycle import TurnLifecycle
 from .harpe import distill_request
 from ._validate import check_int
+from ._preset import Factory, Knob, Preset, make_distiller
 
 __all__ = [
     "CONTEXT_WINDOW",
@@ -82,6 +83,7 @@ __all__ = [
     "SessionCompactionContext",
     "Overflowed",
     "Pruned",
+    "PRESETS",
 ]
 
 CONTEXT_WINDOW = 200_000
@@ -424,3 +426,44 @@ class SessionCompactionContext(TurnLifecycle):
 
     def __repr__(self) -> str:
         return f"SessionCompactionContext(usable={self.config.usable:,}, {len(self._transcript)} messages)"
+
+
+# --- presets ------------------------------------------------------------------------------
+
+
+def _opencode(*, system: str, distill: Distill | None, high_water: int | None, window: int, max_output: int,
+              prune: int, **_: Any) -> Factory:
+    room = window - max_output
+    if room < 1:
+        raise StrategyError(f"window ({window:,}) must be larger than max_output ({max_output:,}): OpenCode reserves "
+                            "the output below the window; raise window")
+    if high_water is not None and high_water > room:
+        raise StrategyError(f"high_water must be at most window - max_output ({room:,}), got {high_water:,}: OpenCode "
+                            "reserves the output below the window; raise window")
+    reserved = None if high_water is None else room - high_water  # OpenCode's compaction.reserved
+    config = SessionCompaction(window=window, max_output=max_output, reserved=reserved, prune=bool(prune))
+    make = make_distiller(distill, min(8_000, config.usable))
+    return lambda: config.context(system, distill=make())
+
+
+PRESETS: tuple[Preset, ...] = (
+    Preset(name="opencode", family="opencode",
+           source="OpenCode (`sst/opencode` @3df4a255) `packages/opencode/src/session/compaction.ts`, "
+                  "`packages/opencode/src/session/overflow.ts`, `packages/opencode/src/session/prompt.ts`",
+           description="OpenCode's compaction: at usable tokens, all but a recent tail (a quarter of usable, 2,000 to "
+                       "15,000 tokens) is summarized; at each turn's end, tool outputs past the newest 40,000 tokens "
+                       "are cleared when more than 20,000 can go",
+           knobs=(Knob(name="high_water", unit="tokens", default=None, scales=True,
+                       help="usable: the last reply's reported tokens at which OpenCode compacts; default: window - "
+                            "max_output - min(20,000, max_output)"),
+                  Knob(name="window", unit="tokens", default=200_000, minimum=2,
+                       help="the model's context limit; a property of the model, not of the conversation"),
+                  Knob(name="max_output", unit="tokens", default=32_000, minimum=0,
+                       help="the model's output limit, capped at 32,000 by OpenCode"),
+                  Knob(name="prune", unit="on/off", default=1, minimum=0, maximum=1,
+                       help="compaction.prune: clear old tool outputs at each turn's end (1; OpenCode's own default "
+                            "is off)")),
+           needs=frozenset({"distill"}), limit_kind="high_water", _make=_opencode,
+           note="reactive: the reply that reaches usable has been sent; the tail's budget follows usable, so a low "
+                "high_water keeps only 2,000 tokens; pruning edits old results in place, once per turn"),
+)

@@ -71,7 +71,7 @@ import json
 from bisect import bisect_left
 from dataclasses import dataclass
 from itertools import accumulate
-from typing import Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from ..errors import StrategyError
 from ..messages import AssistantMessage, Message, Rendered, ToolResult, ToolResults, UserInput
@@ -79,6 +79,7 @@ from ..protocol import Compaction, ContextCompacted, Distill, EventHub, MeteredD
 from ._lifecycle import PolicyLifecycle
 from .editing import EditContext, Edits
 from ._validate import check_int
+from ._preset import Factory, Knob, Preset, make_distiller
 
 __all__ = [
     "AmortizedForgetting",
@@ -92,6 +93,7 @@ __all__ = [
     "events_in",
     "truncate_content",
     "summarize_prompt",
+    "PRESETS",
 ]
 
 MASKED = "<MASKED>"
@@ -531,3 +533,58 @@ class CondenserContext(PolicyLifecycle):
 
     def __repr__(self) -> str:
         return f"CondenserContext({self.condenser!r}, {len(self._transcript)} messages)"
+
+
+# --- presets ------------------------------------------------------------------------------
+
+
+def _events_knobs() -> tuple[Knob, Knob]:
+    return (Knob(name="max_size", unit="events", default=100, minimum=2,
+                 help="condense when the view holds more events than this (a user message, each tool call, "
+                      "each tool result is one); it then holds max_size // 2"),
+            Knob(name="keep_first", unit="events", default=1, minimum=0,
+                 help="the first events always kept (the task); below max_size // 2"))
+
+
+def _openhands_amortized(*, system: str, max_size: int, keep_first: int, **_: Any) -> Factory:
+    condenser = AmortizedForgetting(max_size=max_size, keep_first=keep_first)
+    return lambda: condenser.context(system)
+
+
+def _openhands_masking(*, system: str, attention_window: int, **_: Any) -> Factory:
+    policy = ObservationMasking(attention_window=attention_window)
+    return lambda: policy.context(system)
+
+
+def _openhands_summarizing(*, system: str, distill: Distill | None, max_size: int, keep_first: int,
+                           max_event_length: int, **_: Any) -> Factory:
+    condenser = LLMSummarizing(max_size=max_size, keep_first=keep_first, max_event_length=max_event_length)
+    make = make_distiller(distill, 4_000)
+    return lambda: condenser.context(system, distill=make())
+
+
+PRESETS: tuple[Preset, ...] = (
+    Preset(name="openhands-amortized", family="openhands",
+           source='OpenHands `openhands/memory/condenser/impl/amortized_forgetting_condenser.py`',
+           description="OpenHands' AmortizedForgettingCondenser: above max_size events, forget all but the first "
+                       "keep_first and the newest, down to max_size // 2",
+           knobs=_events_knobs(), _make=_openhands_amortized,
+           note="counts events, not tokens: no limit is declared; rolling: what is forgotten stays forgotten"),
+    Preset(name="openhands-masking", family="openhands",
+           source='OpenHands `openhands/memory/condenser/impl/observation_masking_condenser.py`',
+           description="OpenHands' ObservationMaskingCondenser: tool results outside the last attention_window "
+                       "events replaced by \"<MASKED>\"",
+           knobs=(Knob(name="attention_window", unit="events", default=100, minimum=1,
+                       help="the newest events whose tool results are kept (OpenHands' config default: 100)"),),
+           _make=_openhands_masking, note="counts events, not tokens: no limit is declared; the cached prefix "
+                                          "breaks at every request once results are masked"),
+    Preset(name="openhands-summarizing", family="openhands",
+           source='OpenHands `openhands/memory/condenser/impl/llm_summarizing_condenser.py`',
+           description="OpenHands' LLMSummarizingCondenser: above max_size events, the middle (and the previous "
+                       "summary) folded into one summary after the first keep_first events",
+           knobs=(*_events_knobs(),
+                  Knob(name="max_event_length", unit="characters", default=10_000, minimum=0,
+                       help="each event is cut to this many characters in the summarizer's request")),
+           needs=frozenset({"distill"}), _make=_openhands_summarizing,
+           note="counts events, not tokens: no limit is declared; keep_first must be below max_size // 2 - 1"),
+)

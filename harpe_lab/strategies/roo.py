@@ -63,6 +63,7 @@ from ..protocol import Compaction, ContextCompacted, Distill, EventHub, Limit, M
 from ._lifecycle import TurnLifecycle
 from .harpe import distill_request
 from ._validate import check_counter, check_int
+from ._preset import Factory, Knob, Preset, make_distiller
 
 __all__ = [
     "CONTEXT_WINDOW",
@@ -80,6 +81,7 @@ __all__ = [
     "CondenseContext",
     "Condensed",
     "SlidingWindowTruncated",
+    "PRESETS",
 ]
 
 CONTEXT_WINDOW = 200_000
@@ -451,3 +453,43 @@ class CondenseContext(TurnLifecycle):
 
     def __repr__(self) -> str:
         return f"CondenseContext(allowed={self.config.high_water:,}, {len(self._transcript)} messages)"
+
+
+# --- presets ------------------------------------------------------------------------------
+
+
+def _roo(*, counter: Any, system: str, tools: tuple, distill: Distill | None, high_water: int | None, window: int,
+         percent: int, **_: Any) -> Factory:
+    most = math.floor(round(window * (1 - TOKEN_BUFFER_PERCENTAGE), 6))
+    if high_water is not None and high_water > most:
+        raise StrategyError(f"high_water must be at most 90% of window ({most:,}), got {high_water:,}: Roo keeps 10% "
+                            "of the window free; raise window")
+    # Roo's allowed tokens are 90% of the window less the reply's reserve: a lower high water
+    # is a larger reserve
+    max_tokens = MAX_TOKENS if high_water is None else most - high_water
+    if max_tokens >= most:
+        raise StrategyError(f"window {window:,} leaves nothing allowed below its 90% once {MAX_TOKENS:,} tokens are "
+                            "reserved for the reply; raise window")
+    config = Condense(window=window, max_tokens=max_tokens, percent=percent)
+    make = make_distiller(distill, min(8_000, config.high_water))
+    return lambda: config.context(system, counter=counter, distill=make(), tools=tools)
+
+
+PRESETS: tuple[Preset, ...] = (
+    Preset(name="roo", family="roo-code",
+           source="Roo Code (`RooCodeInc/Roo-Code` @cb836567) `src/core/context-management/index.ts`, "
+                  "`src/core/condense/index.ts`, `src/core/condense/foldedFileContext.ts`",
+           description="Roo Code's condense: at 90% of the window less the reply's 8,192, everything becomes one "
+                       "summary message with outlines of the files read; when that fails, half the messages are "
+                       "hidden",
+           knobs=(Knob(name="high_water", unit="tokens", default=None, scales=True,
+                       help="allowedTokens: Roo's count (last reported input and output, plus the message being sent) "
+                            "above which it condenses; default: 90% of window - 8,192"),
+                  Knob(name="window", unit="tokens", default=200_000, minimum=2,
+                       help="the model's context window; a property of the model, not of the conversation"),
+                  Knob(name="percent", unit="% of the window", default=100, minimum=5, maximum=100,
+                       help="autoCondenseContextPercent: also condense at this share of the window")),
+           needs=frozenset({"counter", "distill"}), limit_kind="high_water", _make=_roo,
+           note="reactive on the previous call's usage; a fresh start: after a condense the model sees the summary "
+                "message alone; file outlines are drawn from what the read tools returned, not by tree-sitter"),
+)

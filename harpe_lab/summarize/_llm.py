@@ -7,16 +7,16 @@ import os
 from pathlib import Path
 from typing import Any, Callable, Literal
 
-from ..strategies.harpe import DISTILL_SYSTEM
 from ..errors import ModelError, StrategyError
 from ..messages import Rendered, Usage, strip_harpe_keys, to_openai
 from ..models import CachedModel, Completion, ModelCall
+from ..protocol import DISTILL_SYSTEM
 from ._fallback import DistillFallback, _Reporting
 
 __all__ = ["HARPE_DISTILL_SYSTEM", "LLMDistiller"]
 
 HARPE_DISTILL_SYSTEM = DISTILL_SYSTEM
-"""Harpe's distill system prompt (`harpe_lab.strategies.harpe.DISTILL_SYSTEM`), the default."""
+"""Harpe's distill system prompt (`harpe_lab.protocol.DISTILL_SYSTEM`), the default."""
 
 
 class LLMDistiller(_Reporting):

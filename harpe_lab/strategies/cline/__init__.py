@@ -70,6 +70,8 @@ runs ``basic`` after the provider refused a request, which a replay never sees).
 
 from __future__ import annotations
 
+import math
+
 # The package's modules, one concept each; every name the single module `cline.py` had is
 # re-exported here, private ones included, so `from harpe_lab.strategies.cline import X` keeps working.
 from ._measures import (  # noqa: F401
@@ -188,6 +190,10 @@ from ._legacy import (  # noqa: F401
     _results_follow_calls,
     max_allowed_size,
 )
+from ...errors import StrategyError
+from ...protocol import Distill
+from .._preset import Factory, Knob, Preset, make_distiller
+from typing import Any, Callable
 
 __all__ = [
     "DEFAULT_MAX_INPUT",
@@ -213,4 +219,95 @@ __all__ = [
     "LegacyContextManager",
     "LegacyContext",
     "LegacyTruncated",
+    "PRESETS",
 ]
+
+
+# --- presets ------------------------------------------------------------------------------
+
+
+def _cline_knobs() -> tuple[Knob, Knob, Knob]:
+    return (Knob(name="high_water", unit="tokens", default=None, scales=True,
+                 help="the trigger: Cline's estimate of the request (its JSON at 3 characters a token, system "
+                      "prompt and tools included) at which it compacts, before sending; default 90% of window"),
+            Knob(name="window", unit="tokens", default=128_000, minimum=1,
+                 help="Cline's max input: the model's max input tokens (at most its context window), or 90% of "
+                      "the window when only that is known, 128,000 when neither; a property of the model"),
+            Knob(name="max_output", unit="tokens", default=None, minimum=1,
+                 help="the model's max output tokens, when it reports one: below window, a conversation of 5 or "
+                      "more exchanges is compacted to half of window instead of 70% of the trigger (default: not "
+                      "reported)"))
+
+
+def _cline(agentic: bool) -> Callable[..., Factory]:
+    def build(*, system: str, tools: tuple, distill: Distill | None, high_water: int | None, window: int,
+              max_output: int | None, preserve: int = 0, **_: Any) -> Factory:
+        if high_water is not None and high_water > window:
+            raise StrategyError(f"high_water must be at most window ({window:,}), got {high_water:,}: Cline "
+                                "compacts below its max input; raise window")
+        if not agentic:
+            basic = BasicCompaction(max_input=window, trigger=high_water, max_output=max_output)
+            return lambda: basic.context(system, tools=tools)
+        config = AgenticCompaction(max_input=window, trigger=high_water, max_output=max_output,
+                                   preserve_recent_tokens=preserve)
+        # the summary is capped at DEFAULT_SUMMARY_MAX_OUTPUT_TOKENS, 4,096 tokens: 12,288
+        # characters at Cline's own 3 a token, a ninth of a character per token of the
+        # default 115,200 trigger; a smaller trigger gets a summary in that proportion (a
+        # larger one would leave summary and kept tail above the trigger, compacting again)
+        make = make_distiller(distill, min(12_288, math.floor(config.trigger_tokens) // 9))
+        return lambda: config.context(system, distill=make(), tools=tools)
+
+    return build
+
+
+def _cline_legacy(*, system: str, high_water: int | None, window: int, **_: Any) -> Factory:
+    config = LegacyContextManager(context_window=window, max_allowed=high_water)
+    return lambda: config.context(system)
+
+
+PRESETS: tuple[Preset, ...] = (
+    Preset(name="cline-basic", family="cline",
+           source="Cline SDK (`cline/cline` @21cb8d25) `sdk/packages/core/src/extensions/context/compaction.ts`, "
+                  "`basic-compaction.ts`, `compaction-shared.ts`, `budget-projection/project.ts`; reproduces "
+                  "`sdk/packages/core/fixtures/session/basic.compaction.json`",
+           description="Cline's basic compaction (no model): at 90% of max input, every typed prompt kept, older "
+                       "turns' final answers, the latest turn's newest messages, and a notice of the files read and "
+                       "edited and the commands run",
+           knobs=_cline_knobs(),
+           limit_kind="target", _make=_cline(False),
+           note="decided before each request by Cline's own estimate (the request's JSON at 3 characters a token), "
+                "not by reported usage; prompts are never dropped, so a long session's prompts alone can stay above "
+                "the trigger"),
+    Preset(name="cline-agentic", family="cline",
+           source="Cline SDK (`cline/cline` @21cb8d25) `sdk/packages/core/src/extensions/context/compaction.ts`, "
+                  "`agentic-compaction.ts`, `compaction-shared.ts`; checked on "
+                  "`sdk/packages/core/fixtures/session/agentic.compaction.json`",
+           description="Cline's agentic compaction (its default): at 90% of max input, the newest preserve tokens "
+                       "verbatim and the rest, with the previous summary, summarized into one \"Context summary\" "
+                       "message",
+           knobs=(*_cline_knobs(),
+                  Knob(name="preserve", unit="tokens", default=20_000, minimum=0, scales=True,
+                       help="preserveRecentTokens: the newest messages kept verbatim (Cline's estimate), capped by "
+                            "the target; the cut never passes the latest typed prompt or splits a tool round")),
+           needs=frozenset({"distill"}), limit_kind="target", _make=_cline(True),
+           note="the summarizer sees the folded messages with tool results cut to 2,000 characters; an empty "
+                "summary leaves the history as it was, a failing summarizer falls back to cline-basic"),
+    Preset(name="cline-legacy", family="cline",
+           source="Cline VS Code extension (`cline/cline` @4619bb78^) "
+                  "`apps/vscode/src/core/context/context-management/ContextManager.ts`, `context-window-utils.ts`, "
+                  "`apps/vscode/src/core/prompts/responses.ts`",
+           description="Cline's legacy context manager: once the last request used max_allowed tokens, earlier "
+                       "reads of re-read files replaced by a notice; under 30% saved, half (or three quarters) of "
+                       "the history after the first exchange deleted",
+           knobs=(Knob(name="high_water", unit="tokens", default=None, scales=True,
+                       help="maxAllowedSize: the previous request's input plus output tokens at which it acts; "
+                            "default by the window table: 64k − 27k, 128k − 30k, 200k − 40k, else the larger of "
+                            "window − 40k and 80% of window"),
+                  Knob(name="window", unit="tokens", default=128_000, minimum=1,
+                       help="the model's context window (128,000 when Cline does not know it); a property of the "
+                            "model, not of the conversation")),
+           limit_kind="high_water", _make=_cline_legacy,
+           note="reactive: the request that crosses goes out; the deleted range only grows, and the first "
+                "reply's text becomes the truncation notice; duplicate reads are recognized in Cline's own tool "
+                "formats only"),
+)

@@ -97,6 +97,10 @@ from ._measures import (_COMPACT_JSON, _FULL_HEURISTIC_CHARS, _PLAIN_BYTES, _SHO
                         _measure, _name_units, _quoted, _response_tokens, _text_estimate, _text_measure,
                         _tool_names, _units, _utf16)
 from ._shared import _check_context, _check_fraction, _fraction_of, _history_end, _safe  # noqa: F401
+from ...errors import StrategyError
+from ...protocol import Distill
+from .._preset import Factory, Knob, Preset, make_distiller
+from typing import Any
 
 __all__ = [
     "TOKEN_LIMIT",
@@ -123,4 +127,61 @@ __all__ = [
     "ToolOutputMasking",
     "ToolOutputMaskingContext",
     "OutputsMasked",
+    "PRESETS",
 ]
+
+
+# --- presets ------------------------------------------------------------------------------
+
+
+def _gemini_compress(*, system: str, distill: Distill | None, high_water: int | None, window: int,
+                     truncate_chars: int, **_: Any) -> Factory:
+    if high_water is not None and high_water > window:
+        raise StrategyError(f"high_water must be at most window ({window:,}), got {high_water:,}: Gemini's threshold "
+                            "is a fraction of the window; raise window")
+    threshold = COMPRESSION_THRESHOLD if high_water is None else high_water / window
+    config = ChatCompression(window=window, threshold=threshold, truncate_chars=truncate_chars)
+    # a state snapshot is dense but short: a few thousand tokens, well under what it replaces
+    make = make_distiller(distill, min(12_000, config.trigger))
+    return lambda: config.context(system, distill=make())
+
+
+def _gemini_masking(*, system: str, protect: int, min_prunable: int, **_: Any) -> Factory:
+    config = ToolOutputMasking(protect=protect, min_prunable=min_prunable)
+    return lambda: config.context(system)
+
+
+PRESETS: tuple[Preset, ...] = (
+    Preset(name="gemini-compress", family="gemini-cli",
+           source="Gemini CLI (`google-gemini/gemini-cli` @5411f113) `packages/core/src/context/"
+                  "chatCompressionService.ts`, `packages/core/src/core/client.ts`, `packages/core/src/utils/fileUtils.ts`",
+           description="Gemini CLI's chat compression: at half the window, all but the newest 30% of the history "
+                       "(by characters, cut before a user message) becomes a <state_snapshot> message, written and "
+                       "then checked by a second call",
+           knobs=(Knob(name="high_water", unit="tokens", default=None, scales=True,
+                       help="the trigger: the last reported prompt tokens at which Gemini compresses before the next "
+                            "call; default: half of window (model.compressionThreshold 0.5)"),
+                  Knob(name="window", unit="tokens", default=1_048_576, minimum=2,
+                       help="tokenLimit(model): 1,048,576 for Gemini 2.5 and 3; a property of the model, not of the "
+                            "conversation"),
+                  Knob(name="truncate_chars", unit="characters", default=40_000, minimum=1,
+                       help="truncateToolOutputThreshold: a function response past the newest 50,000 tokens keeps "
+                            "its first 20% and last 80% of this")),
+           needs=frozenset({"distill"}), limit_kind="high_water", _make=_gemini_compress,
+           note="reactive: the call that crosses the trigger goes out; two summarizer calls per compression; a "
+                "compression that would not shrink the history is refused, and from then on only old function "
+                "responses are truncated; a long agent turn holds no user message to cut before, so it is never "
+                "compressed"),
+    Preset(name="gemini-masking", family="gemini-cli",
+           source="Gemini CLI (`google-gemini/gemini-cli` @5411f113) `packages/core/src/context/"
+                  "toolOutputMaskingService.ts`",
+           description="Gemini CLI's tool-output masking: past the newest protect tokens of tool output, once "
+                       "min_prunable tokens can go, every older output is replaced by a head and tail preview",
+           knobs=(Knob(name="protect", unit="tokens", default=50_000, minimum=0, scales=True,
+                       help="the newest tool-output tokens never masked (Gemini's estimate: 4 characters a token)"),
+                  Knob(name="min_prunable", unit="tokens", default=30_000, minimum=0, scales=True,
+                       help="masking waits until the outputs past the protected ones come to this many tokens")),
+           _make=_gemini_masking,
+           note="batched: the cached prefix breaks once per batch, and what was masked stays masked; the request's "
+                "own tool results are never masked; no limit declared"),
+)

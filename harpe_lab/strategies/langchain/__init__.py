@@ -71,7 +71,7 @@ trim_tokens_to_summarize=)``, run in ``before_model`` before every model call:
 `ClearToolUsesEdit` — ``ContextEditingMiddleware(edits=[ClearToolUsesEdit(...)])``, run in
 ``wrap_model_call`` on a copy of the state's messages at every request (the state itself is
 never edited, so each request clears from the full history). It differs from Anthropic's
-documented ``clear_tool_uses_20250919`` (`harpe_lab.strategies.clearing.ClearToolUses`):
+documented ``clear_tool_uses_20250919`` (`harpe_lab.strategies.anthropic.clearing.ClearToolUses`):
 
 * above ``trigger`` it clears the oldest tool results first, all but the newest ``keep``
   (excluded tools counting among the kept), and when ``clear_at_least`` is above 0 it
@@ -88,11 +88,15 @@ the safe cutoff), ``_summarization`` (`Summarization`, `SummarizationContext`), 
 
 from __future__ import annotations
 
-from ..clearing import DEFAULT_PLACEHOLDER
+from ..anthropic.clearing import DEFAULT_PLACEHOLDER
 from ._clearing import ClearToolUsesEdit
 from ._summarization import (DEFAULT_SUMMARY_PROMPT, SUMMARY_ATTEMPTS, SUMMARY_PREFIX, Summarization,
                              SummarizationContext)
 from ._units import Splitter, Unit, buffer_xml, regroup, safe_cutoff, trim_last, units_of
+from ...errors import StrategyError
+from ...protocol import Distill
+from .._preset import DEFAULT_BUDGET, Factory, Knob, Preset, fixed_tokens, make_distiller
+from typing import Any
 __all__ = [
     "Summarization",
     "SummarizationContext",
@@ -108,4 +112,68 @@ __all__ = [
     "safe_cutoff",
     "regroup",
     "buffer_xml",
+    "PRESETS",
 ]
+
+
+# --- presets ------------------------------------------------------------------------------
+
+
+def _langchain_trigger(counter: Any, system: str, tools: tuple, high_water: int) -> int:
+    """LangChain's trigger for a whole-request ``high_water``: its count leaves out the system
+    prompt and the tool schemas (the agent state holds neither)."""
+    trigger = high_water - (fixed_tokens(counter, system, tools) - fixed_tokens(counter, "", ()))
+    if trigger < 1:
+        raise StrategyError(
+            f"high_water {high_water:,} tokens leaves no room for messages: the system prompt and tools alone take "
+            f"{high_water - trigger:,}; raise it"
+        )
+    return trigger
+
+
+def _langchain_summarization(*, counter: Any, system: str, tools: tuple, distill: Distill | None, high_water: int,
+                             keep: int, **_: Any) -> Factory:
+    config = Summarization(trigger=("tokens", _langchain_trigger(counter, system, tools, high_water)),
+                           keep=("messages", keep))
+    make = make_distiller(distill, 4_000)
+    return lambda: config.context(system, counter=counter, distill=make(), tools=tools)
+
+
+def _langchain_clearing(*, counter: Any, system: str, tools: tuple, high_water: int, keep: int, clear_at_least: int,
+                        **_: Any) -> Factory:
+    edit = ClearToolUsesEdit(trigger=_langchain_trigger(counter, system, tools, high_water), keep=keep,
+                             clear_at_least=clear_at_least)
+    return lambda: edit.context(system, counter=counter, tools=tools)
+
+
+PRESETS: tuple[Preset, ...] = (
+    Preset(name="langchain-summarization", family="langchain",
+           source='langchain 1.5.2 `agents/middleware/summarization.py`',
+           description="LangChain's SummarizationMiddleware: at the trigger, all but the last keep messages folded "
+                       "into a summary user message at the head of the agent state",
+           knobs=(Knob(name="high_water", unit="tokens", default=DEFAULT_BUDGET, scales=True,
+                       help="the whole request's tokens at which a model call is preceded by a fold; LangChain's "
+                            "(\"tokens\", n) trigger is this less the system prompt and tools, which its count "
+                            "of the agent state leaves out"),
+                  Knob(name="keep", unit="messages", default=20, minimum=1,
+                       help="(\"messages\", n): the last n messages kept, each tool result one message; a cut on a "
+                            "result moves back to its call")),
+           needs=frozenset({"counter", "distill"}), limit_kind="high_water", _make=_langchain_summarization,
+           note="the summarizer sees at most 4,000 tokens of the folded messages, from a user message on: in a long "
+                "agent turn it often sees none and the summary reads \"Previous conversation was too long to "
+                "summarize.\""),
+    Preset(name="langchain-clearing", family="langchain",
+           source='langchain 1.5.2 `agents/middleware/context_editing.py` (`ClearToolUsesEdit`)',
+           description="LangChain's ContextEditingMiddleware(ClearToolUsesEdit): above the trigger, the oldest tool "
+                       "results replaced by \"[cleared]\", all but the newest keep",
+           knobs=(Knob(name="high_water", unit="tokens", default=100_000, scales=True,
+                       help="the whole request's tokens above which results are cleared; LangChain's trigger is "
+                            "this less the system prompt and tools, which its count leaves out"),
+                  Knob(name="keep", unit="tool results", default=3, minimum=0,
+                       help="the newest tool results kept verbatim"),
+                  Knob(name="clear_at_least", unit="tokens", default=0, minimum=0, scales=True,
+                       help="stop clearing once this many tokens are freed (0: clear all but keep)")),
+           needs=frozenset({"counter"}), limit_kind="high_water", _make=_langchain_clearing,
+           note="recomputed at every request from the full history; unlike Anthropic's, an edit freeing less than "
+                "clear_at_least is still sent"),
+)

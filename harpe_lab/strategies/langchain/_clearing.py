@@ -11,7 +11,7 @@ from ...messages import AssistantMessage, Message, Rendered, ToolCall, ToolResul
 from ...protocol import Limit
 from ...tokens import prices_by_parts
 from .._validate import check_counter, check_int
-from ..clearing import DEFAULT_PLACEHOLDER, _names
+from ..anthropic.clearing import DEFAULT_PLACEHOLDER, _names
 from ..editing import EditContext, Edits, edited_by
 from ._units import Splitter, units_of
 
@@ -22,7 +22,7 @@ from ._units import Splitter, units_of
 class ClearToolUsesEdit:
     """LangChain's ``ClearToolUsesEdit`` in ``ContextEditingMiddleware``, natively: an edit
     policy (`harpe_lab.strategies.editing`) recomputed at every request. See the module doc
-    for how it differs from `harpe_lab.strategies.clearing.ClearToolUses`.
+    for how it differs from `harpe_lab.strategies.anthropic.clearing.ClearToolUses`.
 
     Call it as ``edit(messages, tokens=price)`` with ``price(units)`` LangChain's token count
     of a list of units; `context` binds one from a counter.

@@ -37,6 +37,10 @@ from ._folds import After, Bound, Checkpoint, Last, UpTo, Whole, fold
 from ._manifest import Manifest, assemble
 from ._memory import Memory
 from ._policies import Chain, LastN, MessagePrice, Policy, TokenBudget, block, message_text
+from ...errors import StrategyError
+from ...protocol import Limit
+from .._preset import Factory, Knob, Preset, budget_knob, fixed_tokens
+from typing import Any
 
 __all__ = [
     "Policy",
@@ -57,4 +61,31 @@ __all__ = [
     "fold",
     "Memory",
     "PolicyContext",
+    "PRESETS",
 ]
+
+
+# --- presets ------------------------------------------------------------------------------
+
+
+def _chain(*, counter: Any, system: str, tools: tuple, budget: int, n: int, **_: Any) -> Factory:
+    room = budget - fixed_tokens(counter, system, tools)
+    if room < 1:
+        raise StrategyError(
+            f"budget {budget:,} tokens leaves no room for messages: the system prompt and tools alone take "
+            f"{budget - room:,}; raise the budget"
+        )
+    policy = Chain([LastN(n), TokenBudget(room, estimator=MessagePrice(counter))])
+    limit = Limit(tokens=budget, kind="target")
+    return lambda: PolicyContext(system, policy, limit=limit)
+
+
+PRESETS: tuple[Preset, ...] = (
+    Preset(name="chain", family="laser",
+           source="Laser's `Chain(LastN, TokenBudget)` (`harpe_lab.strategies.laser`)",
+           description="Laser's Chain([LastN(n), TokenBudget]): the last n messages, newest first, within the budget",
+           knobs=(budget_knob("the request's tokens, system and tools included"),
+                  Knob(name="n", unit="messages", default=100, minimum=1, help="keep at most the last n messages")),
+           needs=frozenset({"counter"}), limit_kind="target", _make=_chain,
+           note="the budget binds only when the last n messages take more than it; the newest message is always kept"),
+)

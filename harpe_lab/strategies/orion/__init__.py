@@ -35,6 +35,9 @@ from ._chatml import ChatMLTemplate, PreparedContext, prepare_context
 from ._context import ContextBudget, OrionContext, StrategyWarning
 from ._window import (SUMMARY_PREFIX, SlidingWindow, SummarizeWindow, Window, WindowSelection, summarize_request,
                       summary_message)
+from ...protocol import Distill
+from .._preset import Factory, Preset, budget_knob, make_distiller, reserve_knob
+from typing import Any, Callable
 
 __all__ = [
     "SlidingWindow",
@@ -50,4 +53,36 @@ __all__ = [
     "SUMMARY_PREFIX",
     "summary_message",
     "summarize_request",
+    "PRESETS",
 ]
+
+
+# --- presets ------------------------------------------------------------------------------
+
+
+def _orion(summarize: bool) -> Callable[..., Factory]:
+    def build(*, counter: Any, system: str, tools: tuple, distill: Distill | None, budget: int, reserve: int | None,
+              **_: Any) -> Factory:
+        spare = max(1, budget // 10) if reserve is None else reserve
+        if summarize:
+            make = make_distiller(distill, budget)
+            return lambda: OrionContext(system, SummarizeWindow(
+                budget + spare, counter=counter, distill=make(), reserve_tokens=spare), tools=tools)
+        window = SlidingWindow(budget + spare, counter=counter, reserve_tokens=spare)
+        return lambda: OrionContext(system, window, tools=tools)
+
+    return build
+
+
+PRESETS: tuple[Preset, ...] = (
+    Preset(name="sliding", family="orion",
+           source="orion's `SlidingWindow` (`harpe_lab.strategies.orion`)",
+           description="orion's SlidingWindow: pinned turns, the latest turn and the newest turns within the budget",
+           knobs=(budget_knob("the most tokens a request may use"), reserve_knob()),
+           needs=frozenset({"counter"}), limit_kind="budget", _make=_orion(False)),
+    Preset(name="summarize-window", family="orion",
+           source="orion's `SummarizeWindow` (`harpe_lab.strategies.orion`)",
+           description="orion's SummarizeWindow: the sliding window, with what falls out folded into a summary",
+           knobs=(budget_knob("the most tokens a request may use, summary included"), reserve_knob()),
+           needs=frozenset({"counter", "distill"}), limit_kind="budget", _make=_orion(True)),
+)

@@ -37,13 +37,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Sequence
 
 from ..messages import Message, ToolResult, ToolResults, UserInput
 from .editing import EditContext, Edits
 from ._validate import check_int
+from ._preset import Factory, Knob, Preset
 
-__all__ = ["LastNObservations", "COMPLEXITY_TRAP_N", "elided"]
+__all__ = ["LastNObservations", "COMPLEXITY_TRAP_N", "elided", "PRESETS"]
 
 COMPLEXITY_TRAP_N = 10
 """The observation window of "The Complexity Trap" (Lindenbauer et al., 2025)."""
@@ -144,3 +145,26 @@ class _Masker:
         m = message
         assert isinstance(m, ToolResults)
         return ToolResults(tuple(r if _is_placeholder(r) else elided(r) for r in m.results), m.pinned)
+
+
+# --- presets ------------------------------------------------------------------------------
+
+
+def _masking(*, system: str, n: int, polling: int, **_: Any) -> Factory:
+    policy = LastNObservations(n=n, polling=polling)
+    return lambda: policy.context(system)
+
+
+PRESETS: tuple[Preset, ...] = (
+    Preset(name="masking", family="swe-agent",
+           source='SWE-agent `sweagent/agent/history_processors.py` (`LastNObservations`)',
+           description="SWE-agent's LastNObservations: tool outputs older than the last n replaced by "
+                       "\"Old environment output: (N lines omitted)\"",
+           knobs=(Knob(name="n", unit="tool rounds", default=10, minimum=1,
+                       help="the newest tool observations kept verbatim (10: \"The Complexity Trap\"; "
+                            "SWE-agent's own config uses 5)"),
+                  Knob(name="polling", unit="steps", default=1, minimum=1,
+                       help="the cut moves once every polling observations (n to n + polling - 1 kept)")),
+           _make=_masking, note="edits old tool results: the cached prefix breaks each time the cut moves; "
+                                "no limit declared"),
+)

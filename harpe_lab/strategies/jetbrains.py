@@ -18,7 +18,7 @@ two history processors in order (``sweagent/agent/history_processors.py``):
    task, an assistant message ``"Checkpoint for the last {n} turns:\\n{summary}"`` and the
    kept turns. With static checkpointing only the newest checkpoint is sent.
 2. ``LastNObservations(n=10)`` — SWE-agent's observation masking
-   (`harpe_lab.strategies.masking`), applied to what step 1 produced: observations older
+   (`harpe_lab.strategies.swe_agent`), applied to what step 1 produced: observations older
    than the last 10 become ``"Old environment output: (N lines omitted)"``; the task (the
    first observation) and the checkpoint (a thought, not an observation) are never masked.
 
@@ -52,17 +52,18 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from ..errors import StrategyError
 from ..messages import AssistantMessage, Message, Rendered, ToolResults, UserInput
 from ..protocol import Compaction, ContextCompacted, Distill, EventHub, MeteredDistill
 from .editing import EditContext
 from .harpe import distill_request
-from .masking import COMPLEXITY_TRAP_N, LastNObservations
+from .swe_agent import COMPLEXITY_TRAP_N, LastNObservations
 from ._validate import check_int
+from ._preset import Factory, Knob, Preset, make_distiller
 
-__all__ = ["Hybrid", "HybridContext", "CHECKPOINT_SYSTEM", "checkpoint_text"]
+__all__ = ["Hybrid", "HybridContext", "CHECKPOINT_SYSTEM", "checkpoint_text", "PRESETS"]
 
 CHECKPOINT_SYSTEM = (
     "You are maintaining a context-aware state summary for an interactive agent. You are given the "
@@ -210,3 +211,30 @@ class HybridContext(EditContext):
 
     def __repr__(self) -> str:
         return f"HybridContext({self.hybrid!r}, {len(self._transcript)} messages)"
+
+
+# --- presets ------------------------------------------------------------------------------
+
+
+def _hybrid(*, system: str, distill: Distill | None, summarize_turns: int, keep_turns: int, window: int,
+            **_: Any) -> Factory:
+    hybrid = Hybrid(summarize_turns=summarize_turns, keep_turns=keep_turns, window=window)
+    make = make_distiller(distill, 4_000)
+    return lambda: hybrid.context(system, distill=make())
+
+
+PRESETS: tuple[Preset, ...] = (
+    Preset(name="hybrid", family="jetbrains",
+           source='"The Complexity Trap" (JetBrains, 2025), its SWE-agent fork\'s `history_processors.py`',
+           description="\"The Complexity Trap\"'s hybrid: SWE-agent's masking of all but the last window "
+                       "observations, and a checkpoint summary of summarize_turns turns once "
+                       "summarize_turns + keep_turns are unsummarized",
+           knobs=(Knob(name="summarize_turns", unit="tool rounds", default=43, minimum=1,
+                       help="N: turns folded into each checkpoint (the paper's hybrid: 43)"),
+                  Knob(name="keep_turns", unit="tool rounds", default=10, minimum=1,
+                       help="M: the newest turns kept at a checkpoint (10)"),
+                  Knob(name="window", unit="tool rounds", default=10, minimum=1,
+                       help="the newest tool observations kept verbatim (10)")),
+           needs=frozenset({"distill"}), _make=_hybrid,
+           note="counts turns, not tokens: no limit is declared"),
+)

@@ -33,14 +33,15 @@ Applying the trimmer to its own output changes nothing when a trimmed text fits
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
-from ..errors import StrategyError
-from ..messages import AssistantMessage, Message, ToolResult, ToolResults, UserInput
-from .editing import EditContext, Edits
-from ._validate import check_int
+from ...errors import StrategyError
+from ...messages import AssistantMessage, Message, ToolResult, ToolResults, UserInput
+from ..editing import EditContext, Edits
+from .._validate import check_int
+from .._preset import Factory, Knob, Preset
 
-__all__ = ["ToolOutputTrimmer", "trimmed_text"]
+__all__ = ["ToolOutputTrimmer", "trimmed_text", "PRESETS"]
 
 
 
@@ -191,3 +192,28 @@ class _Trimmer:
             t = None if name is None else _trimmed(self.policy, r, names)
             results.append(r if t is None else t)
         return ToolResults(tuple(results), m.pinned)
+
+
+# --- presets ------------------------------------------------------------------------------
+
+
+def _trimming(*, system: str, recent_turns: int, max_output_chars: int, preview_chars: int, **_: Any) -> Factory:
+    policy = ToolOutputTrimmer(recent_turns=recent_turns, max_output_chars=max_output_chars,
+                               preview_chars=preview_chars)  # fmt: skip
+    return lambda: policy.context(system)
+
+
+PRESETS: tuple[Preset, ...] = (
+    Preset(name="trimming", family="openai-agents",
+           source='openai-agents 0.24.0 `agents/extensions/tool_output_trimmer.py`',
+           description="The Agents SDK's ToolOutputTrimmer: tool outputs before the last recent_turns user "
+                       "messages cut to a preview",
+           knobs=(Knob(name="recent_turns", unit="user turns", default=2, minimum=1,
+                       help="user messages (and all after them) never trimmed"),
+                  Knob(name="max_output_chars", unit="characters", default=500, minimum=1,
+                       help="older outputs longer than this are trimmed"),
+                  Knob(name="preview_chars", unit="characters", default=200, minimum=0,
+                       help="characters kept as a preview")),
+           _make=_trimming, note="works between user turns only: inside one long agent turn nothing is trimmed; "
+                                 "no limit declared"),
+)

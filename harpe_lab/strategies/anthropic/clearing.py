@@ -40,14 +40,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from ..errors import StrategyError
-from ..messages import AssistantMessage, Message, Rendered, ToolCall, ToolResult, ToolResults
-from ..protocol import Limit
-from ..tokens import prices_by_parts
-from .editing import EditContext, Edits, edited_by
-from ._validate import check_counter, check_int
+from ...errors import StrategyError
+from ...messages import AssistantMessage, Message, Rendered, ToolCall, ToolResult, ToolResults
+from ...protocol import Limit
+from ...tokens import prices_by_parts
+from ..editing import EditContext, Edits, edited_by
+from .._validate import check_counter, check_int
+from .._preset import Factory, Knob, Preset
 
-__all__ = ["ClearToolUses", "DEFAULT_PLACEHOLDER", "Priced"]
+__all__ = ["ClearToolUses", "DEFAULT_PLACEHOLDER", "Priced", "PRESETS"]
 
 DEFAULT_PLACEHOLDER = "[cleared]"
 """LangChain's placeholder for a cleared result (Anthropic does not document its own)."""
@@ -264,3 +265,28 @@ class _Clearer:
         if not applied:
             return [(i, None) for i in changed]
         return [(i, self.plan.get(i)) for i in changed]
+
+
+# --- presets ------------------------------------------------------------------------------
+
+
+def _clearing(*, counter: Any, system: str, tools: tuple, high_water: int, keep: int, clear_at_least: int,
+              **_: Any) -> Factory:
+    policy = ClearToolUses(trigger=high_water, keep=keep, clear_at_least=clear_at_least)
+    return lambda: policy.context(system, counter=counter, tools=tools)
+
+
+PRESETS: tuple[Preset, ...] = (
+    Preset(name="clearing", family="anthropic",
+           source='Anthropic docs, "Context editing" (`clear_tool_uses_20250919`)',
+           description="Anthropic's clear_tool_uses_20250919: above the trigger, all but the newest keep tool "
+                       "results replaced by \"[cleared]\"",
+           knobs=(Knob(name="high_water", unit="tokens", default=100_000, scales=True,
+                       help="the trigger: the whole request's input tokens above which results are cleared"),
+                  Knob(name="keep", unit="tool uses", default=3, minimum=0, help="the newest tool uses kept verbatim"),
+                  Knob(name="clear_at_least", unit="tokens", default=0, minimum=0, scales=True,
+                       help="an edit freeing fewer tokens is not applied (0: any)")),
+           needs=frozenset({"counter"}), limit_kind="high_water", _make=_clearing,
+           note="recomputed at every request above the trigger: once past it, the cached prefix breaks at almost "
+                "every request"),
+)

@@ -1,27 +1,28 @@
-"""The preset registry: every named strategy a person can pick, as data.
+"""What a preset is: a named strategy with its knobs (`Preset`, `Knob`), and what the families'
+presets share (the default distiller, a request's fixed cost, the budget and reserve knobs).
 
-A `Preset` has a name, a family, a one-line description, its `Knob` s (unit, default, valid
-range, whether a sensible value grows with the conversation) and what it needs (a token
-counter, a distiller). ``preset.build(**knobs)`` returns a zero-argument factory that builds
-a *fresh* strategy — and a fresh distiller — at every call, so replays never share state.
-The CLI, the widgets, the demo and the report read this registry; nothing else tests a
-strategy's name.
+Each family declares its presets beside its strategies, as ``PRESETS``; the registry
+(`harpe_lab.presets`) gathers them. A `Preset` has a name, a family, a one-line description,
+its knobs (unit, default, valid range, whether a sensible value grows with the conversation)
+and what it needs (a token counter, a distiller). ``preset.build(**knobs)`` returns a
+zero-argument factory that builds a *fresh* strategy — and a fresh distiller — at every call,
+so replays never share state.
 
 "Budget" means the same for every preset: tokens of the whole request (system prompt, tool
-schemas, messages and chat overhead) as the replay's counter prices them. The presets
-themselves are declared by family in the sibling modules (`seeds`, `libraries`, `agents`).
+schemas, messages and chat overhead) as the replay's counter prices them.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any, Callable
 
 from ..errors import StrategyError
-from ..protocol import Distill, LimitKind
+from ..messages import Rendered
+from ..protocol import Distill, LimitKind, fresh_distiller
 
-__all__ = ["Knob", "Preset", "PRESETS", "STRATEGIES", "DEFAULT_BUDGET", "get_preset", "make_strategy"]
+__all__ = ["Knob", "Preset", "DEFAULT_BUDGET", "Factory", "make_distiller", "fixed_tokens", "budget_knob", "reserve_knob"]
 
 DEFAULT_BUDGET = 8_000
 Factory = Callable[[], Any]
@@ -125,37 +126,29 @@ class Preset:
             raise StrategyError(f"distill must be a callable Rendered -> str | None, got {distill!r}")
         return self._make(counter=counter, system=system, tools=tuple(tools), distill=distill, **values)
 
-# The families' modules import Knob and Preset from here, so they are read only once both
-# exist: this import sits below the types on purpose. Concatenated in this order, the
-# families keep the registry's order, which `harpe-lab replay --list` prints.
-from .seeds import SEEDS  # noqa: E402
-from .libraries import LIBRARIES  # noqa: E402
-from .agents import AGENTS  # noqa: E402
 
-PRESETS: Mapping[str, Preset] = {p.name: p for p in (*SEEDS, *LIBRARIES, *AGENTS)}
-STRATEGIES: tuple[str, ...] = tuple(PRESETS)
+def make_distiller(distill: Distill | None, budget: int) -> Callable[[], Distill]:
+    """A factory of the preset's distiller: a fresh copy of ``distill``, or, when none is
+    given, the offline extractive one writing at most ``budget`` characters."""
+    if distill is not None:
+        return lambda: fresh_distiller(distill)
+    from ..summarize import ExtractiveDistiller
 
-
-def get_preset(name: str) -> Preset:
-    """The preset called ``name``."""
-    preset = PRESETS.get(name) if isinstance(name, str) else None
-    if preset is None:
-        raise StrategyError(f"strategy must be one of {list(PRESETS)}, but {name!r} was passed")
-    return preset
+    shared = ExtractiveDistiller(max_chars=max(400, budget))  # stateless: its caches are pure
+    return lambda: shared
 
 
-def make_strategy(name: str, *, budget: Any = None, counter: Any = None, system: str = "",
-                  distill: Distill | None = None, tools: tuple = (), **knobs: Any) -> Factory:
-    """A zero-argument factory of fresh strategies for the preset ``name``.
+def fixed_tokens(counter: Any, system: str, tools: tuple) -> int:
+    """What a request costs before any message: system prompt, tool schemas, reply priming."""
+    return int(counter.count_rendered(Rendered(system, ()), tools))
 
-    ``budget`` sets the preset's budget knob (``high_water`` for summarizing) and is ignored
-    by presets without one; other knobs by name. Unset knobs take their defaults.
-    """
-    preset = get_preset(name)
-    if budget is not None:
-        target = preset.budget_knob
-        if target is not None:
-            knobs.setdefault(target.name, budget)
-        else:
-            _whole("budget", budget, 1, None)
-    return preset.build(counter=counter, system=system, tools=tools, distill=distill, **knobs)
+
+def budget_knob(help: str) -> Knob:
+    """The ``budget`` knob, as every preset with a whole-request budget declares it."""
+    return Knob(name="budget", unit="tokens", default=DEFAULT_BUDGET, minimum=1, scales=True, help=help)
+
+
+def reserve_knob() -> Knob:
+    """The ``reserve`` knob of the presets that keep room for the reply beside the budget."""
+    return Knob(name="reserve", unit="tokens", default=None, minimum=0, scales=True,
+                help="tokens kept free for the reply, beside the budget (default: 10% of the budget)")

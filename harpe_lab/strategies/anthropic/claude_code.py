@@ -62,15 +62,16 @@ it is.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
-from .._text import CHARS_PER_TOKEN, message_chars
-from ..errors import StrategyError
-from ..messages import AssistantMessage, Message, Rendered, Usage, UserInput
-from ..protocol import Compaction, ContextCompacted, Distill, EventHub, Limit, MeteredDistill
-from ._lifecycle import TurnLifecycle
-from .harpe import distill_request
-from ._validate import check_int
+from ..._text import CHARS_PER_TOKEN, message_chars
+from ...errors import StrategyError
+from ...messages import AssistantMessage, Message, Rendered, Usage, UserInput
+from ...protocol import Compaction, ContextCompacted, Distill, EventHub, Limit, MeteredDistill
+from .._lifecycle import TurnLifecycle
+from ..harpe import distill_request
+from .._validate import check_int
+from .._preset import Factory, Knob, Preset, make_distiller
 
 __all__ = [
     "AutoCompact",
@@ -86,6 +87,7 @@ __all__ = [
     "CONTINUATION_TAIL",
     "COMPACT_SYSTEM",
     "continuation",
+    "PRESETS",
 ]
 
 CONTEXT_WINDOW = 200_000
@@ -332,3 +334,39 @@ class AutoCompactContext(TurnLifecycle):
 
     def __repr__(self) -> str:
         return f"AutoCompactContext(threshold={self.config.threshold:,}, {len(self._transcript)} messages)"
+
+
+# --- presets ------------------------------------------------------------------------------
+
+
+def _claude_code(*, system: str, distill: Distill | None, high_water: int | None, context_window: int,
+                 **_: Any) -> Factory:
+    if high_water is None:
+        config = AutoCompact(context_window=context_window)
+    elif high_water >= context_window:
+        raise StrategyError(f"high_water must be below context_window ({context_window:,}), got {high_water:,}; "
+                            "raise context_window")
+    else:
+        config = AutoCompact(context_window=context_window, reserve=context_window - high_water)
+    # the offline default writes at most 16,000 characters, the size of Claude Code's recorded summaries
+    make = make_distiller(distill, min(16_000, config.threshold))
+    return lambda: config.context(system, distill=make())
+
+
+PRESETS: tuple[Preset, ...] = (
+    Preset(name="claude-code", family="anthropic",
+           source="Claude Code 2.1 `services/compact/autoCompact.ts`, as public write-ups quote it; checked on "
+                  "three recorded compactions",
+           description="Claude Code's auto-compact: at the threshold, the whole history (mid-turn too) becomes one "
+                       "summary message",
+           knobs=(Knob(name="high_water", unit="tokens", default=None, scales=True,
+                       help="the threshold: Claude Code's count (last reported input and output, plus new messages "
+                            "at 4 characters a token) at which it compacts; default: context_window - 33,000 "
+                            "(20,000 for the summary's output, 13,000 buffer)"),
+                  Knob(name="context_window", unit="tokens", default=200_000, minimum=33_001,
+                       help="the model's context window (200,000 for Claude models); a property of the model, "
+                            "not of the conversation")),
+           needs=frozenset({"distill"}), limit_kind="high_water", _make=_claude_code,
+           note="reactive: the request that crosses the threshold goes out; the next one is the summary message "
+                "alone, so the whole cached prefix is lost at each compaction"),
+)

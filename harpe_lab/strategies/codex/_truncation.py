@@ -22,9 +22,9 @@ import math
 from dataclasses import dataclass
 from typing import Sequence
 
-from ..messages import Message, ToolResult, ToolResults
-from .editing import EditContext, Edits
-from ._validate import check_int
+from ...messages import Message, ToolResult, ToolResults
+from ..editing import EditContext, Edits
+from .._validate import check_int
 
 __all__ = [
     "TOOL_OUTPUT_TOKENS",

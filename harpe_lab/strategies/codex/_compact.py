@@ -1,8 +1,6 @@
-"""Codex CLI's context management: inline auto-compaction (`Compact`) and the truncation of
-tool outputs as they are recorded into history (`ToolOutputTruncation`).
-
-This module holds the compaction; the truncation policy and the token estimate and middle
-truncation both use live in `harpe_lab.strategies._codex_truncation`, and are re-exported here.
+"""Codex CLI's inline auto-compaction (`Compact`); the truncation of tool outputs as they are
+recorded into history, and the token estimate and middle truncation both use, live in
+`harpe_lab.strategies.codex._truncation`.
 
 Sources read: openai/codex at commit 5e505ff8773649162126df9e8b67140e3e435672 (main of
 2026-02-21; the recordings below were written by ``0.104.0-alpha.1`` two days later, and
@@ -73,45 +71,30 @@ from dataclasses import dataclass
 from itertools import accumulate, islice
 from typing import Callable, Literal, Sequence
 
-from ..errors import StrategyError
-from ..messages import AssistantMessage, Message, Rendered, ToolResults, Usage, UserInput
-from ..protocol import Compaction, ContextCompacted, Distill, EventHub, Limit, MeteredDistill
-from ._lifecycle import TurnLifecycle
-from .harpe import distill_request
-from ._validate import check_int
+from ...errors import StrategyError
+from ...messages import AssistantMessage, Message, Rendered, ToolResults, Usage, UserInput
+from ...protocol import Compaction, ContextCompacted, Distill, EventHub, Limit, MeteredDistill
+from .._lifecycle import TurnLifecycle
+from ..harpe import distill_request
+from .._validate import check_int
 
-# The tool-output truncation is its own policy, in its own module; its names are re-exported
-# here, where they have always been imported from. `approx_tokens` is bound in this module's
-# namespace on purpose: the compaction below looks it up here (tests count its calls by
-# patching `harpe_lab.strategies.codex.approx_tokens`).
-from ._codex_truncation import (
-    _BYTES_PER_TOKEN,
-    SERIALIZATION_ALLOWANCE,
-    TOOL_OUTPUT_TOKENS,
-    ToolOutputTruncation,
-    _Truncator,
-    approx_tokens,
-    truncate_middle,
-)
+# `approx_tokens` is bound in this module's namespace on purpose: the compaction below looks
+# it up here (tests count its calls by patching `harpe_lab.strategies.codex._compact`).
+from ._truncation import _BYTES_PER_TOKEN, approx_tokens, truncate_middle
 
 __all__ = [
     "CONTEXT_WINDOW",
     "AUTO_COMPACT_PERCENT",
     "EFFECTIVE_WINDOW_PERCENT",
     "USER_MESSAGE_TOKENS",
-    "TOOL_OUTPUT_TOKENS",
-    "SERIALIZATION_ALLOWANCE",
     "SUMMARY_PREFIX",
     "COMPACT_PROMPT",
-    "approx_tokens",
-    "truncate_middle",
     "summary_message",
     "is_summary_message",
     "kept_user_messages",
     "Compact",
     "CompactContext",
     "Compacted",
-    "ToolOutputTruncation",
 ]
 
 CONTEXT_WINDOW = 272_000
