@@ -201,87 +201,90 @@ def _season_facts(rel: str, season: int, said: date) -> set[_DateFact]:
     return {_DateFact("season", y, season) for y in ys}
 
 
+# What the named groups of _REL_DAY say, by how far from the day it was said. Each alternative
+# of _REL_DAY sets one such group ("season" comes only with "season_rel"), so at most one of
+# the readers below finds anything in a match.
+_DAY_SHIFTS = {"today": 0, "daybefore": -2, "dayafter": 2, "yesterday": -1, "tomorrow": 1}
+_SPANS = {
+    "fewdays": "days_before:few", "fewweeks": "weeks_before:few", "fewmonths": "months_before:few",
+    "lastweek": "week_before", "thisweek": "week_of", "nextweek": "week_after",
+    "lastweekend": "weekend_before", "nextweekend": "weekend_after",
+}  # fmt: skip
+_MONTH_SHIFTS = {"lastmonth": -1, "thismonth": 0, "nextmonth": 1}
+_YEAR_SHIFTS = {"lastyear": -1, "thisyear": 0, "nextyear": 1}
+
+
 def _relative_facts(folded: str, said: date) -> set[_DateFact]:
+    """The dates ``folded`` states relative to ``said``, the day it was said on: days, spans
+    anchored at that day (which `_date_matches` resolves), months, seasons and years."""
     facts: set[_DateFact] = set()
-    y, mo, dd = said.year, said.month, said.day
     for m in _REL_DAY.finditer(folded):
-        g = {k: v for k, v in m.groupdict().items() if v}
-        if "today" in g:
-            facts.add(_day(said))
-        elif "daybefore" in g:
-            facts.add(_day(said - timedelta(days=2)))
-        elif "dayafter" in g:
-            facts.add(_day(said + timedelta(days=2)))
-        elif "yesterday" in g:
-            facts.add(_day(said - timedelta(days=1)))
-        elif "tomorrow" in g:
-            facts.add(_day(said + timedelta(days=1)))
-        elif "fewdays" in g:
-            facts.add(_DateFact("days_before:few", y, mo, dd))
-        elif "fewweeks" in g:
-            facts.add(_DateFact("weeks_before:few", y, mo, dd))
-        elif "fewmonths" in g:
-            facts.add(_DateFact("months_before:few", y, mo, dd))
-        elif "n" in g:
-            n = _count(g["n"])
-            if n is not None:
-                facts.add(_day(said - timedelta(days=n)))
-        elif "wd" in g:
-            facts.add(_day(_previous_weekday(said, _WEEKDAYS[g["wd"]])))
-        elif "wda" in g:
-            facts.add(_day(_previous_weekday(said, _WD_ABBREV[g["wda"]])))
-        elif "nextwd" in g:
-            facts.add(_day(_next_weekday(said, _WEEKDAYS[g["nextwd"]])))
-        elif "lastweek" in g:
-            facts.add(_DateFact("week_before", y, mo, dd))
-        elif "thisweek" in g:
-            facts.add(_DateFact("week_of", y, mo, dd))
-        elif "nextweek" in g:
-            facts.add(_DateFact("week_after", y, mo, dd))
-        elif "lastweekend" in g:
-            facts.add(_DateFact("weekend_before", y, mo, dd))
-        elif "nextweekend" in g:
-            facts.add(_DateFact("weekend_after", y, mo, dd))
-        elif "nw" in g:
-            n = _count(g["nw"])
-            if n == 1:
-                facts.add(_DateFact("week_before", y, mo, dd))
-            elif n is not None:
-                facts.add(_DateFact(f"weeks_before:{n}", y, mo, dd))
-        elif "nwe" in g:
-            n = _count(g["nwe"])
-            if n == 1:
-                facts.add(_DateFact("weekend_before", y, mo, dd))
-            elif n is not None:
-                facts.add(_DateFact(f"weekends_before:{n}", y, mo, dd))
-        elif "lastmonth" in g:
-            facts.add(_DateFact("month", *_month_shift(y, mo, -1)))
-        elif "thismonth" in g:
-            facts.add(_DateFact("month", y, mo))
-        elif "nextmonth" in g:
-            facts.add(_DateFact("month", *_month_shift(y, mo, 1)))
-        elif "season_rel" in g:
-            facts |= _season_facts(g["season_rel"], _SEASONS[g["season"]], said)
-        elif "nm" in g:
-            n = _count(g["nm"])
-            if n is not None:
-                facts.add(_DateFact("month", *_month_shift(y, mo, -n)))
-        elif "lastyear" in g:
-            facts.add(_DateFact("year", y - 1))
-        elif "thisyear" in g:
-            facts.add(_DateFact("year", y))
-        elif "nextyear" in g:
-            facts.add(_DateFact("year", y + 1))
-        elif "ny" in g:
-            n = _count(g["ny"])
-            if n is not None:
-                facts.add(_DateFact("year", y - n))
-                facts.add(_DateFact("month", y - n, mo))
-        elif "nd" in g or "nn" in g:
-            n = _count(g.get("nd") or g["nn"])
-            if n is not None:
-                facts.add(_DateFact("year", y - n))
+        groups = {k: v for k, v in m.groupdict().items() if v}
+        facts |= _relative_day(groups, said) | _relative_span(groups, said)
+        facts |= _relative_month(groups, said) | _relative_year(groups, said)
+        if "season_rel" in groups:
+            facts |= _season_facts(groups["season_rel"], _SEASONS[groups["season"]], said)
     return facts
+
+
+def _relative_day(groups: dict[str, str], said: date) -> set[_DateFact]:
+    """"yesterday", "3 days ago", "last Friday", "next Monday": one day."""
+    for name, shift in _DAY_SHIFTS.items():
+        if name in groups:
+            return {_day(said + timedelta(days=shift))}
+    if "n" in groups:
+        n = _count(groups["n"])
+        return {_day(said - timedelta(days=n))} if n is not None else set()
+    if "wd" in groups or "wda" in groups:
+        weekday = _WEEKDAYS[groups["wd"]] if "wd" in groups else _WD_ABBREV[groups["wda"]]
+        return {_day(_previous_weekday(said, weekday))}
+    if "nextwd" in groups:
+        return {_day(_next_weekday(said, _WEEKDAYS[groups["nextwd"]]))}
+    return set()
+
+
+def _relative_span(groups: dict[str, str], said: date) -> set[_DateFact]:
+    """"last week", "a few days ago", "two weekends ago": a span, kept anchored at the day it
+    was said because which days it holds is only settled against an answer."""
+    kind = next((kind for name, kind in _SPANS.items() if name in groups), None) or _weeks_ago(groups)
+    return {_DateFact(kind, said.year, said.month, said.day)} if kind else set()
+
+
+def _weeks_ago(groups: dict[str, str]) -> str | None:
+    """The span "N weeks (weekends) ago" is; None when not said, or said without a number."""
+    for name, unit in (("nw", "week"), ("nwe", "weekend")):
+        if name in groups:
+            n = _count(groups[name])
+            if n is None:
+                return None
+            # "a week ago" is "last week": one span, so an answer that names either matches
+            return f"{unit}_before" if n == 1 else f"{unit}s_before:{n}"
+    return None
+
+
+def _relative_month(groups: dict[str, str], said: date) -> set[_DateFact]:
+    """"last month", "this month", "three months ago": one month."""
+    shift = next((shift for name, shift in _MONTH_SHIFTS.items() if name in groups), None)
+    if shift is None and "nm" in groups:
+        n = _count(groups["nm"])
+        shift = -n if n is not None else None
+    return {_DateFact("month", *_month_shift(said.year, said.month, shift))} if shift is not None else set()
+
+
+def _relative_year(groups: dict[str, str], said: date) -> set[_DateFact]:
+    """"last year", "two years ago", and a duration up to the day it was said ("for 10 years",
+    "seven years now"), which began that many years before."""
+    for name, shift in _YEAR_SHIFTS.items():
+        if name in groups:
+            return {_DateFact("year", said.year + shift)}
+    counted = groups.get("ny") or groups.get("nd") or groups.get("nn")
+    n = _count(counted) if counted else None
+    if n is None:
+        return set()
+    if "ny" in groups:
+        # "two years ago" said in May points at that May too, which a month-long answer can match
+        return {_DateFact("year", said.year - n), _DateFact("month", said.year - n, said.month)}
+    return {_DateFact("year", said.year - n)}
 
 
 _ANSWER_REL = re.compile(
