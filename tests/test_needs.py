@@ -216,3 +216,67 @@ def test_codex_keeps_the_user_s_words_and_claude_code_s_summary_does_not_always(
         rp = replay(conv, make_strategy(name, counter=m.counter, system=conv.system, **knobs), counter=m.counter)
         shares[name] = instructions_totals(rp)["instructions_verbatim_share"]
     assert shares["codex"] == 1.0 and shares["claude-code"] < 1.0
+
+
+class TestWhereAReferenceOccurs:
+    """`session_needs` finds the messages that hold a reference with one search over the texts
+    joined end to end, started where a word index says the reference can first occur on a long
+    session: the answer must stay the plain ``ref in text`` of every message, in order."""
+
+    TEXTS = ["see src/app.py:42 now", "", "session_needs_here and more", "path /etc/hosts.", "héllo wörld 😀 done",
+             "x", "tail is src/app", ".py:42 is next", "[REDACTED_ARGUMENTS len=83 sha=b4e1e5f7]",
+             "\ud83d lone surrogate", "ÿ12 digits 12", "a-b", "needs"]
+    REFS = ["src/app.py:42", "src/app.py", "app.py:42 n", "see", "now", "done", "x", "", "ses", "needs",
+            "session_needs", "ion_nee", "héllo wörld", "wörld 😀", "😀", "ö", "/etc/hosts.", "hosts", "s.", "app.py",
+            "app", "py:42", "[REDACTED_ARGUMENTS len=83 sha=b4e1e5f7]", "len=83", "sha=b4e1e5f7]", "\ud83d",
+            "\ud83d lone", "12", "ÿ12", "a-b", "-", "b", "absent_word", "appx", "app/src", "now\n", "done x",
+            "here and more"]
+
+    @staticmethod
+    def scan(texts: list[str], ref: str, upto: int) -> list[int]:
+        return [k for k in range(upto) if ref in texts[k]]
+
+    @pytest.fixture(params=["searched", "indexed"])
+    def indexed(self, request, monkeypatch) -> bool:
+        from harpe_lab.evaluate import _needs
+
+        if request.param == "indexed":  # on these few characters the index is only built when told to
+            monkeypatch.setattr(_needs, "_INDEX_AFTER", 0)
+            monkeypatch.setattr(_needs, "_INDEX_MIN", 0)
+        return request.param == "indexed"
+
+    def test_the_holders_are_the_messages_whose_text_contains_it(self, indexed):
+        from harpe_lab.evaluate._needs import _Holders
+
+        holders = _Holders(self.TEXTS)
+        # growing and shrinking prefixes, as a session's requests ask: what was searched is kept
+        for upto in (4, len(self.TEXTS), 0, 7, len(self.TEXTS), 1):
+            for ref in self.REFS:
+                assert holders.of(ref, upto) == self.scan(self.TEXTS, ref, upto), (ref, upto)
+        assert (holders._first is not None) == indexed
+
+    def test_random_texts_cut_anywhere(self, indexed):
+        import random
+
+        from harpe_lab.evaluate._needs import _Holders
+
+        rng = random.Random(29)
+        pieces = ["a", "b", "ab", "_", "1", "12", "-", ".", " ", "\n", "é", "ÿ", "😀", "\ud83d", ""]
+        for _ in range(400):
+            texts = ["".join(rng.choices(pieces, k=rng.randint(0, 6))) for _ in range(rng.randint(0, 14))]
+            holders = _Holders(texts)
+            for _ in range(6):
+                ref, upto = "".join(rng.choices(pieces, k=rng.randint(0, 4))), rng.randint(0, len(texts))
+                assert holders.of(ref, upto) == self.scan(texts, ref, upto), (texts, ref, upto)
+
+    def test_a_session_s_needs_are_the_same_with_and_without_the_index(self, monkeypatch):
+        from harpe_lab.evaluate import _needs
+
+        conv = datasets.load("coding_agent")
+        _needs._CACHE.pop(id(conv), None)
+        monkeypatch.setattr(_needs, "_INDEX_MIN", math.inf)
+        searched = session_needs(conv)
+        _needs._CACHE.pop(id(conv), None)
+        monkeypatch.setattr(_needs, "_INDEX_MIN", 0)
+        monkeypatch.setattr(_needs, "_INDEX_AFTER", 0)
+        assert session_needs(conv) == searched and searched

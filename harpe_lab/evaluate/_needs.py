@@ -44,6 +44,7 @@ import math
 import re
 import shlex
 import weakref
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
@@ -196,6 +197,108 @@ def _message_text(message: Message) -> str:
 _CACHE: dict[int, tuple[Any, tuple[Need, ...]]] = {}  # id(conversation) -> (a weak reference to it, its needs)
 
 
+# the index's word boundaries: ASCII bytes other than letters, digits and "_". No byte of a
+# multi-byte UTF-8 character is one, so a text's words are the same read as bytes
+_NOT_WORD = bytes(b for b in range(128) if not (chr(b).isalnum() or chr(b) == "_"))
+_TO_SPACE = bytes.maketrans(_NOT_WORD, b" " * len(_NOT_WORD))
+# session texts' worth of searching before the word index is built: a session with few references never
+# pays for it, a long one gains the same from 1 to 8 (measured)
+_INDEX_AFTER = 8
+_INDEX_MIN = 1 << 18  # characters: on fewer, asking the index where to start costs what it saves (measured)
+
+
+class _Holders:
+    """Which messages of a session contain a reference (``ref in text``, exactly), among the
+    first ``upto`` messages in session order.
+
+    One ``find`` over the texts joined end to end replaces an ``in`` per message (the setup of
+    hundreds of thousands of small searches cost more than the scanning), and a reply's
+    references are looked for only among the messages before it. On a long session most
+    references appear first in the reply that makes them, so once the searching has cost a few
+    session texts' worth, a word index tells where each reference can first occur and the search
+    starts there: nothing is searched for a reference the earlier messages cannot hold. The
+    index only narrows where to look; every holder is still a ``find`` hit inside its message."""
+
+    def __init__(self, texts: list[str]) -> None:
+        self._texts = texts
+        self._joined: str | None = None  # built at the first reference: most requests of a small session have none
+        self._starts: list[int] = []
+        self._found: dict[str, tuple[int, list[int]]] = {}  # ref -> (messages searched, indices of those holding it)
+        self._budget = 0.0
+        self._first: dict[bytes, int] | None = None  # word -> the first message holding it
+        self._words = b""  # every word once, in the order they first occur, each message opened by a marker
+
+    def of(self, ref: str, upto: int) -> list[int]:
+        searched, holding = self._found.get(ref, (0, []))
+        if upto > searched:
+            if not ref:  # "" is in every text, even an empty one that a join cannot tell apart
+                holding = holding + list(range(searched, upto))
+            else:
+                holding = holding + self._search(ref, searched, upto)
+            self._found[ref] = searched, holding = upto, holding
+        return holding[:bisect_left(holding, upto)] if upto < searched else holding
+
+    def _search(self, ref: str, first: int, upto: int) -> list[int]:
+        joined = self._joined if self._joined is not None else self._join()
+        starts, out = self._starts, []
+        if self._first is None:
+            self._budget -= starts[upto] - starts[first]
+            if self._budget < 0:
+                self._index()
+        if self._first is not None:
+            first = max(first, self._earliest(ref))
+        at, end = starts[min(first, upto)], starts[upto]
+        while True:
+            hit = joined.find(ref, at, end)
+            if hit < 0:
+                return out
+            # the last message starting at or before the hit: an empty one before it is skipped
+            k = bisect_right(starts, hit, first, upto) - 1
+            if hit + len(ref) <= starts[k + 1]:  # one running past its message's end: that message has no later one
+                out.append(k)
+            at = starts[k + 1]
+
+    def _join(self) -> str:
+        starts, at = [], 0
+        for text in self._texts:
+            starts.append(at)
+            at += len(text)
+        starts.append(at)
+        self._starts, self._joined = starts, "".join(self._texts)
+        self._budget = _INDEX_AFTER * at if at >= _INDEX_MIN else math.inf
+        return self._joined
+
+    def _index(self) -> None:
+        parts = []
+        for k, text in enumerate(self._texts):  # 0xff is never in UTF-8: a marker is no text's word
+            parts += (b" \xff%d " % k, text.encode("utf-8", "surrogatepass"))
+        words = dict.fromkeys(b"".join(parts).translate(_TO_SPACE).split())
+        first, k = {}, -1
+        for word in words:
+            if word[0] == 0xFF:
+                k += 1
+            else:
+                first[word] = k
+        self._first, self._words = first, b" ".join(words) + b" "
+
+    def _earliest(self, ref: str) -> int:
+        """The first message that can hold ``ref``: the first to have every word that ``ref``
+        bounds on both sides (a holder has it whole), or, when it bounds none, the first with a
+        word containing its longest one (``len(texts)`` when no message can)."""
+        spaced = ref.encode("utf-8", "surrogatepass").translate(_TO_SPACE)
+        words = spaced.split()
+        if not words:
+            return 0
+        whole = words[0 if spaced[:1] == b" " else 1:len(words) if spaced[-1:] == b" " else len(words) - 1]
+        if whole:
+            return max(self._first.get(w, len(self._texts)) for w in whole)
+        hit = self._words.find(max(words, key=len))
+        if hit < 0:
+            return len(self._texts)
+        marker = self._words.rfind(b"\xff", 0, hit)
+        return int(self._words[marker + 1:self._words.index(b" ", marker)])
+
+
 def _forget(key: int) -> Any:
     return lambda _: _CACHE.pop(key, None)
 
@@ -212,9 +315,13 @@ def session_needs(conversation: Any) -> tuple[Need, ...]:
 
     turns = conversation.turns
     ids = [list(t.ids) for t in turns]
-    texts = {mid: _message_text(m) for t, turn in enumerate(turns) for mid, m in zip(ids[t], turn.all_messages)}
-    holders_of: dict[str, list[str]] = {}
     order = [mid for t in ids for mid in t]
+    holders_of = _Holders([_message_text(m) for turn in turns for m in turn.all_messages])  # one per id of `order`
+    # a request can only hold messages before its reply: the earlier turns and its turn's first
+    # `held`, a prefix of `order`
+    base = [0]
+    for t in ids:
+        base.append(base[-1] + len(t))
     # where each message sits: a request holds the earlier turns (an unanswered one by its input
     # alone) and its own turn's first `held` messages; asked per holder, not built per request
     # (a session of one long turn would make that quadratic)
@@ -232,10 +339,9 @@ def session_needs(conversation: Any) -> tuple[Need, ...]:
             u, k = place[mid]
             return k < held if u == t else u < t and (answered[u] or k == 0)
 
+        upto = base[t] + min(max(held, 0), len(ids[t]))
         for ref, kind in references(reply):
-            if ref not in holders_of:
-                holders_of[ref] = [mid for mid in order if ref in texts[mid]]
-            holders = tuple(filter(sent, holders_of[ref]))
+            holders = tuple(filter(sent, (order[k] for k in holders_of.of(ref, upto))))
             if ref in conversation.system:  # every strategy sends the system prompt
                 holders = ("system", *holders)
             if holders:
