@@ -22,6 +22,7 @@ from harpe_lab.conversation import Conversation, Turn
 from harpe_lab.messages import AssistantMessage, ToolCall, ToolResult, ToolResults, UserInput
 from harpe_lab.replay import replay
 from harpe_lab.strategies import aider, gemini
+from harpe_lab.strategies.gemini import _compression
 from harpe_lab.tokens import TiktokenCounter
 
 _HEALTH = [HealthCheck.too_slow, HealthCheck.data_too_large]
@@ -158,6 +159,15 @@ def _frames(convo, factory, counter):
     return replay(convo, factory, counter=counter).requests
 
 
+def _long_turn_then_another() -> Conversation:
+    """A first turn of twelve tool rounds (nothing to compress: no user message after the
+    first) and a second that can be compressed, with long outputs throughout."""
+    rounds = lambda t: [m for k in range(12) for m in (reply("", call(f"c{t}{k}", "read_file")),  # noqa: E731
+                                                       results((f"c{t}{k}", f"line {k}\n" * 300)))]
+    return Conversation((Turn(user("first"), tuple(rounds(0)), "answered"),
+                         Turn(user("second"), tuple(rounds(1)), "answered")), id="long turn")
+
+
 class TestGeminiRequests:
     def test_edits_are_fresh_at_every_request(self):
         # the empty set of edits serves again; a batch's edits go out once
@@ -191,6 +201,31 @@ class TestGeminiRequests:
         finally:
             gemini._measure = measure
         assert fast.equals(plain)
+
+    @REPLAYS
+    @given(st.one_of(conversations(), long_outputs(), st.just(_long_turn_then_another())), st.integers(1, 1_500),
+           st.sampled_from([1, 300]), st.sampled_from(["the summary", "a long summary " * 400]))
+    def test_a_history_with_nothing_to_compress_numbers_the_saved_outputs_as_truncating_it_does(
+            self, convo, trigger, cut, summary):
+        # with no plain user message to cut before, the truncation is only counted; the saved
+        # files' numbers show in every later truncation, so the requests tell if one was missed
+        # (an inflated summary latches truncation only: the truncated outputs are then sent)
+        counter = TiktokenCounter("cl100k_base")
+        config = gemini.ChatCompression(window=2 * trigger, threshold=0.5, response_budget=trigger, truncate_chars=cut)
+        make = lambda: config.context(SYSTEM, distill=lambda rendered: summary)  # noqa: E731
+
+        def sent() -> list:
+            rp = replay(convo, make, counter=counter)
+            return [rp.rendered(i) for i in range(len(rp))]
+
+        counted = sent()
+        splittable = _compression._splittable
+        _compression._splittable = lambda messages: True  # always truncate, then find the split
+        try:
+            truncated = sent()
+        finally:
+            _compression._splittable = splittable
+        assert counted == truncated
 
     @REPLAYS
     @given(long_outputs(), st.integers(0, 2_000), st.integers(0, 2_000))

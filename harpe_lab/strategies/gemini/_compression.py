@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from itertools import islice
 from typing import Callable, Literal, Sequence
 
 from ...errors import StrategyError
@@ -88,6 +89,14 @@ def split_point(messages: Sequence[Message], sizes: Sequence[int], fraction: flo
     if messages and isinstance(messages[-1], AssistantMessage) and not messages[-1].calls:
         return len(messages)
     return last
+
+
+def _splittable(messages: Sequence[Message]) -> bool:
+    """Whether `split_point` can be above 0, whatever the (positive) sizes: a plain user message
+    past the first, or a last message that is a reply without tool calls."""
+    if messages and isinstance(messages[-1], AssistantMessage) and not messages[-1].calls:
+        return True
+    return any(isinstance(m, UserInput) for m in islice(messages, 1, None))
 
 
 def snapshot_message(summary: str) -> str:
@@ -252,9 +261,14 @@ class ChatCompressionContext(TurnLifecycle):
         self._saved += 1
         return f"{self.config.output_dir}/{_safe(tool or 'unknown_tool')}_{self._saved}.txt"
 
-    def _truncate(self, history: Sequence[Message], names: dict[str, str]) -> list[Message]:
+    def _truncate(self, history: Sequence[Message], names: dict[str, str], *,
+                  numbering_only: bool = False) -> list[Message]:
         """``truncateHistoryToBudget``: the history with every function response past the newest
-        ``response_budget`` tokens truncated (the same objects where nothing changed)."""
+        ``response_budget`` tokens truncated (the same objects where nothing changed).
+
+        ``numbering_only``: when the result is thrown away, only the saved files' numbering
+        must advance as Gemini's does; once the budget is spent nothing older fits, so the older
+        responses are counted, not cut (a history that grows call by call is not cut again)."""
         c = self.config
         budget = c.response_budget
         out = list(history)
@@ -263,6 +277,9 @@ class ChatCompressionContext(TurnLifecycle):
             m = history[i]
             if not isinstance(m, ToolResults):
                 continue
+            if numbering_only and used > budget:
+                self._saved += sum(len(h.results) for h in history[:i + 1] if isinstance(h, ToolResults))
+                return out
             results: list[ToolResult] | None = None  # a copy once one of them is cut
             for j in range(len(m.results) - 1, -1, -1):
                 r = m.results[j]
@@ -292,6 +309,11 @@ class ChatCompressionContext(TurnLifecycle):
             return False
         original = self._reported
         names = _tool_names(history)
+        if not self._latched and not _splittable(history):
+            # no plain user message to cut before (one long agent turn): Gemini truncates, saving
+            # what it cuts, then finds nothing to compress
+            self._truncate(history, names, numbering_only=True)
+            return False
         truncated = self._truncate(history, names)
         if self._latched:  # an inflated compression latched: truncation only, never a summary
             new = math.floor(sum(self._measured(m, names)[1] for m in truncated))
