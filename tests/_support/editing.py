@@ -1,5 +1,5 @@
-"""Builders, generated conversations and replay checks shared by the tests of the edit
-strategies (masking, clearing, trimming) and their peer adapters."""
+"""Generated conversations and replay checks shared by the tests of the edit strategies
+(masking, clearing, trimming) and their peer adapters; the messages come from `builders`."""
 
 from __future__ import annotations
 
@@ -7,40 +7,15 @@ from hypothesis import strategies as st
 
 import pytest
 
-from tests._support.data import REAL_DATA
+from harpe_lab.conversation import Conversation, Turn
+from harpe_lab.messages import AssistantMessage, ToolCall, ToolResult, ToolResults, UserInput
+from harpe_lab.replay import replay
 from harpe_lab.strategies.editing import EditContext, Incremental
 from harpe_lab.strategies.harpe import FullContext
-from harpe_lab.conversation import Conversation, Turn
-from harpe_lab.messages import AssistantMessage, Attachment, ToolCall, ToolResult, ToolResults, UserInput
-from harpe_lab.replay import replay
+from tests._support.builders import image
+from tests._support.data import REAL_DATA
 
 SYSTEM = "You are a coding agent."
-
-
-def user(text: str = "hi") -> UserInput:
-    return UserInput(text)
-
-
-def call(id: str, name: str = "bash", **input: object) -> ToolCall:
-    return ToolCall(id, name, dict(input))
-
-
-def reply(text: str = "", *calls: ToolCall) -> AssistantMessage:
-    return AssistantMessage(text, calls)
-
-
-def results(*pairs: tuple[str, str], success: bool = True) -> ToolResults:
-    """``results(("c1", "output"), ...)``."""
-    return ToolResults(tuple(ToolResult(i, content, (), success) for i, content in pairs))
-
-
-def image(name: str = "shot.png") -> Attachment:
-    return Attachment(name, 10, "image/png", f"/tmp/{name}")
-
-
-def round_trip(call_id: str, content: str, name: str = "bash") -> list:
-    """One tool round: a reply calling ``name`` and its result."""
-    return [reply("", call(call_id, name, cmd="ls")), results((call_id, content))]
 
 
 # --- invariants of one request -------------------------------------------------------------
@@ -147,15 +122,6 @@ def conversations(draw, *, max_turns: int = 5, max_rounds: int = 6) -> Conversat
             messages.append(AssistantMessage(f"answer {t} " + draw(_line)))
         turns.append(Turn(UserInput(f"task {t} " + draw(_line)), tuple(messages), outcome))
     return Conversation(tuple(turns), id="generated")
-
-
-def tool_session(rounds: int, output: str = "out {k}") -> list:
-    """A task, then ``rounds`` tool rounds of one call each: call ``c<k>``, output ``output``
-    formatted with ``k``."""
-    msgs = [user("fix the bug")]
-    for k in range(1, rounds + 1):
-        msgs += round_trip(f"c{k}", output.format(k=k))
-    return msgs
 
 
 def drive(ctx, msgs) -> list[tuple]:

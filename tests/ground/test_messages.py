@@ -24,20 +24,7 @@ from harpe_lab.messages import (
     strip_harpe_keys,
     to_openai,
 )
-
-# --- tiny builders ---------------------------------------------------------------------
-
-
-def _att(name: str = "a.png") -> Attachment:
-    return Attachment(name, 12, "image/png", f"/tmp/{name}")
-
-
-def _call(id: str = "call_1", name: str = "search", **input: object) -> ToolCall:
-    return ToolCall(id, name, input)
-
-
-def _results(*contents: str) -> ToolResults:
-    return ToolResults(tuple(ToolResult(f"call_{i + 1}", c) for i, c in enumerate(contents)))
+from tests._support.builders import call, image, numbered_results
 
 
 # --- hypothesis strategies -------------------------------------------------------------
@@ -90,9 +77,9 @@ _rendered = st.builds(
 
 class TestRecords:
     def test_lists_are_stored_as_tuples(self):
-        u = UserInput("hi", [_att()])
-        a = AssistantMessage("ok", [_call()])
-        r = ToolResults([ToolResult("call_1", "done", [_att()])])
+        u = UserInput("hi", [image("a.png", size=12)])
+        a = AssistantMessage("ok", [call("call_1", "search")])
+        r = ToolResults([ToolResult("call_1", "done", [image("a.png", size=12)])])
         rendered = Rendered("sys", [u, a, r])
         assert type(u.attachments) is tuple and type(a.calls) is tuple
         assert type(r.results) is tuple and type(r.results[0].attachments) is tuple
@@ -106,7 +93,7 @@ class TestRecords:
             (ToolResults((ToolResult("1", "x"),)), "results"),
             (Rendered("s"), "system"),
             (Usage(1), "input_tokens"),
-            (_att(), "size"),
+            (image("a.png", size=12), "size"),
         ],
     )
     def test_records_are_frozen(self, record, field):
@@ -126,7 +113,7 @@ class TestRecords:
         assert "role" not in {f.name for f in dataclasses.fields(UserInput)}
 
     def test_equal_messages_compare_equal_by_value(self):
-        assert UserInput("hi", [_att()]) == UserInput("hi", (_att(),))
+        assert UserInput("hi", [image("a.png", size=12)]) == UserInput("hi", (image("a.png", size=12),))
         assert UserInput("hi", pinned=True) != UserInput("hi")
 
 
@@ -176,8 +163,8 @@ class TestToOpenai:
             "be brief",
             (
                 UserInput("find x"),
-                AssistantMessage("looking", (_call("call_1", "search", q="x"), _call("call_2", "open", path="/a"))),
-                _results("found", "opened"),
+                AssistantMessage("looking", (call("call_1", "search", q="x"), call("call_2", "open", path="/a"))),
+                numbered_results("found", "opened", prefix="call_"),
                 AssistantMessage("x is here"),
             ),
         )
@@ -201,7 +188,7 @@ class TestToOpenai:
         assert to_openai(Rendered("", (UserInput("hi"),))) == [{"role": "user", "content": "hi"}]
 
     def test_arguments_keep_unicode_unescaped(self):
-        out = to_openai(Rendered("", (AssistantMessage("", (_call(city="Zürich"),)),)))
+        out = to_openai(Rendered("", (AssistantMessage("", (call("call_1", "search", city="Zürich"),)),)))
         assert out[0]["tool_calls"][0]["function"]["arguments"] == '{"city": "Zürich"}'
 
     def test_harpe_only_fields_travel_in_a_harpe_key(self):
@@ -209,8 +196,8 @@ class TestToOpenai:
             Rendered(
                 "",
                 (
-                    UserInput("look", (_att(),), pinned=True),
-                    AssistantMessage("", (_call(),), pinned=True),
+                    UserInput("look", (image("a.png", size=12),), pinned=True),
+                    AssistantMessage("", (call("call_1", "search"),), pinned=True),
                     ToolResults((ToolResult("call_1", "boom", success=False),), pinned=True),
                 ),
             )
@@ -221,7 +208,9 @@ class TestToOpenai:
         assert out[2]["harpe"] == {"success": False, "pinned": True}
 
     def test_output_is_plain_json_after_stripping(self):
-        out = to_openai(Rendered("s", (UserInput("x", (_att(),), pinned=True), _results("r"))))
+        out = to_openai(Rendered("s",
+                                 (UserInput("x", (image("a.png", size=12),), pinned=True),
+                                  numbered_results("r", prefix="call_"))))
         plain = strip_harpe_keys(out)
         assert all("harpe" not in m for m in plain)
         assert json.loads(json.dumps(plain)) == plain
@@ -292,10 +281,11 @@ class TestRoundTrip:
         rendered = Rendered(
             "système ✓",
             (
-                UserInput("héllo 👋", (_att("x.pdf"), _att("y.txt")), pinned=True),
+                UserInput("héllo 👋", (image("x.pdf", size=12), image("y.txt", size=12)), pinned=True),
                 AssistantMessage("", (ToolCall("c1", "run", {"cmd": ["ls", {"deep": [1.5, None, True]}]}),),
                                  pinned=True),
-                ToolResults((ToolResult("c1", "", (_att(),), success=False), ToolResult("c2", "ok")), pinned=True),
+                ToolResults((ToolResult("c1", "", (image("a.png", size=12),), success=False), ToolResult("c2", "ok")),
+                            pinned=True),
                 AssistantMessage("fin"),
             ),
         )

@@ -9,7 +9,6 @@ import time
 
 import pandas as pd
 import pytest
-from tests._support.openai_server import Reply
 
 from harpe_lab import (
     ApproxCounter,
@@ -54,6 +53,7 @@ from harpe_lab.findable import findable
 from harpe_lab.presets import make_strategy
 from harpe_lab.replay import Pricing, replay
 from harpe_lab.summarize import ExtractiveDistiller
+from tests._support.openai_server import Reply
 
 COUNTER = ApproxCounter()
 SECRET = "sk-test-SECRET-0b1c2d3e4f506172"

@@ -14,8 +14,6 @@ from pathlib import Path
 
 import pytest
 
-from tests._support.editing import SYSTEM, call, reply, results, user
-from harpe_lab.conversation import Conversation, Turn
 from harpe_lab.errors import EvaluationError, ModelError, StrategyError
 from harpe_lab.evaluate import (
     ERROR_TEXT,
@@ -45,7 +43,9 @@ from harpe_lab.strategies.hybrid import checkpoint_text
 from harpe_lab.strategies.langchain import SUMMARY_ATTEMPTS, SUMMARY_PREFIX as LANGCHAIN_PREFIX, Summarization
 from harpe_lab.summarize import DistillFallback, RecordedDistiller
 from harpe_lab.tokens import BytesCounter, TiktokenCounter
+from tests._support.builders import call, chat, reply, results, user
 from tests._support.data import ROOT, SHARED
+from tests._support.editing import SYSTEM
 
 COUNTER = BytesCounter()
 DISTILLING = sorted(n for n, p in PRESETS.items() if "distill" in p.needs)
@@ -99,14 +99,6 @@ def table():
     return failing_summarizer_table().set_index(["preset", "failure"])
 
 
-def _conversation(turns: int = 8, size: int = 400) -> Conversation:
-    """Turns of one question and one answer, ``size`` characters each."""
-    out = []
-    for t in range(turns):
-        out.append(Turn(user(f"question {t}: " + "q" * size), (reply(f"answer {t}: " + "a" * size),)))
-    return Conversation(tuple(out), id="hand")
-
-
 def _summarizing(distill, high_water: int = 600, low_water_chars: int = 900):
     return lambda: SummarizingContext(SYSTEM, high_water_tokens=high_water, low_water_chars=low_water_chars,
                                       distill=distill)
@@ -117,7 +109,7 @@ def _summarizing(distill, high_water: int = 600, low_water_chars: int = 900):
 
 class TestHealth:
     def test_full_context_is_healthy(self):
-        rp = replay(_conversation(), lambda: FullContext(SYSTEM), counter=COUNTER)
+        rp = replay(chat(8, 400, id="hand"), lambda: FullContext(SYSTEM), counter=COUNTER)
         health = compaction_health(rp)
         assert health["requests"] == 8 and health["summaries"] == health["compactions"] == 0
         assert health["inflations"] == health["short_summaries"] == health["distill_fallbacks"] == []
@@ -126,7 +118,7 @@ class TestHealth:
         assert not frame["inflation"].any() and not frame["short_summary"].any()
 
     def test_a_summary_longer_than_the_history_it_folds_is_an_inflation(self):
-        rp = replay(_conversation(), _summarizing(lambda r: "a long summary " * 300), counter=COUNTER)
+        rp = replay(chat(8, 400, id="hand"), _summarizing(lambda r: "a long summary " * 300), counter=COUNTER)
         frame = health_frame(rp)
         summarized = list(frame.index[frame["summarized"]])
         assert summarized, "the hand-built conversation must make it summarize"
@@ -136,13 +128,14 @@ class TestHealth:
         assert frame["input_tokens"][first] >= frame["input_tokens"][first - 1] and frame["change_tokens"][first] >= 0
 
     def test_a_summary_that_shrinks_the_request_is_none(self):
-        rp = replay(_conversation(), _summarizing(lambda r: "the user asked questions; answers were given. " * 3),
+        rp = replay(chat(8, 400, id="hand"),
+                    _summarizing(lambda r: "the user asked questions; answers were given. " * 3),
                     counter=COUNTER)
         health = compaction_health(rp)
         assert health["summaries"] and health["inflations"] == []
 
     def test_short_summaries_are_found_where_a_summary_was_made(self):
-        rp = replay(_conversation(), _summarizing(lambda r: "ok."), counter=COUNTER)
+        rp = replay(chat(8, 400, id="hand"), _summarizing(lambda r: "ok."), counter=COUNTER)
         frame = health_frame(rp)
         health = compaction_health(rp)
         assert health["short_summaries"] == list(frame.index[frame["summarized"]]) != []
@@ -151,7 +144,7 @@ class TestHealth:
 
     def test_the_minimum_is_a_knob(self):
         text = "word " * 60  # 300 bytes: 75 tokens by the byte counter
-        rp = replay(_conversation(), _summarizing(lambda r: text), counter=COUNTER)
+        rp = replay(chat(8, 400, id="hand"), _summarizing(lambda r: text), counter=COUNTER)
         assert compaction_health(rp)["short_summaries"] == []
         assert compaction_health(rp, min_summary_tokens=1_000)["short_summaries"] != []
         with pytest.raises(EvaluationError, match="min_summary_tokens must be an int >= 0, got -1"):
@@ -172,7 +165,7 @@ class TestHealth:
         distiller = RecordedDistiller(["the earlier turns, summarized: " + "x" * 300])
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            rp = replay(_conversation(12), _summarizing(distiller), counter=COUNTER)
+            rp = replay(chat(12, 400, id="hand"), _summarizing(distiller), counter=COUNTER)
         health = compaction_health(rp)
         assert health["distill_fallbacks"] and all(isinstance(e.event, DistillFallback)
                                                    for e in health["distill_fallbacks"])

@@ -10,7 +10,6 @@ import math
 
 import pytest
 
-from tests._support.data import DATA, REAL_DATA
 from harpe_lab import ApproxCounter, datasets
 from harpe_lab.conversation import Conversation, Turn
 from harpe_lab.evaluate import compare, lost_needs, needed_next, needs_totals, references, session_needs
@@ -19,6 +18,7 @@ from harpe_lab.messages import AssistantMessage, ToolCall, ToolResult, ToolResul
 from harpe_lab.presets import make_strategy
 from harpe_lab.replay import replay
 from harpe_lab.strategies.harpe import FullContext
+from tests._support.data import DATA, REAL_DATA
 
 CLAUDE = REAL_DATA / "claude_code"
 real = pytest.mark.skipif(not CLAUDE.is_dir(), reason="real Claude Code sessions are not on this machine")

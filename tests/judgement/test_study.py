@@ -11,12 +11,12 @@ import sys
 
 import pytest
 
-from tests._support.data import REAL_DATA
 from harpe_lab import datasets
 from harpe_lab.cli import main
 from harpe_lab.conversation import Conversation, Turn
 from harpe_lab.messages import AssistantMessage, Usage, UserInput
 from harpe_lab.study import agent_setting, compare_sessions, totals_by_strategy, tune
+from tests._support.data import REAL_DATA
 
 CLAUDE = REAL_DATA / "claude_code"
 SESSIONS = [CLAUDE / f"{s}.jsonl" for s in ("258c7280-ae70-4798-800f-63464d01a85d",

@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 
-from tests._support.data import DATA, REAL_DATA
 from harpe_lab.errors import ImportFormatError
 from harpe_lab.importers import (
     FORMATS,
@@ -30,6 +29,7 @@ from harpe_lab.importers import (
 )
 from harpe_lab.importers._common import MISSING_RESULT
 from harpe_lab.messages import AssistantMessage, ToolResults
+from tests._support.data import DATA, REAL_DATA
 
 AIDER = DATA / "aider" / ".aider.chat.history.md"
 GEMINI = DATA / "gemini_cli" / "session-2026-05-04T09-12-5f0c2a9e.jsonl"

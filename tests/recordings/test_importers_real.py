@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from tests._support.data import REAL_DATA
 from harpe_lab.importers import (
     detect_format,
     load_all,
@@ -25,6 +24,7 @@ from harpe_lab.importers import (
     load_toolbench,
 )
 from harpe_lab.messages import AssistantMessage, ToolResults
+from tests._support.data import REAL_DATA
 
 pytestmark = pytest.mark.real_data
 

@@ -22,7 +22,8 @@ from harpe_lab.journal import (
     decode_message,
     read_entries,
 )
-from harpe_lab.messages import AssistantMessage, Attachment, ToolCall, ToolResult, ToolResults, Usage, UserInput
+from harpe_lab.messages import Attachment, ToolCall, ToolResults, Usage, UserInput
+from tests._support.builders import reply, result, user
 from tests._support.data import DATA, ROOT, SHARED
 
 GOLDEN = DATA / "journals"
@@ -35,29 +36,6 @@ def example() -> Path:
     if not EXAMPLE.is_file():
         pytest.skip(f"{EXAMPLE} is absent")
     return EXAMPLE
-
-
-# --- tiny builders ----------------------------------------------------------------------
-
-
-def U(text, *attachments):
-    return UserInput(text, tuple(attachments))
-
-
-def A(text, *calls):
-    return AssistantMessage(text, tuple(calls))
-
-
-def C(id, name, input):
-    return ToolCall(id, name, input)
-
-
-def R(*results):
-    return ToolResults(tuple(results))
-
-
-def res(id, content, success=True, *attachments):
-    return ToolResult(id, content, tuple(attachments), success)
 
 
 def usage(i, o, r=0, w=0, provider="", model=""):
@@ -123,9 +101,9 @@ class TestSharedExample:
     def test_nested_subagent_turn_is_excluded(self, example):
         first = Journal.records(example)[0]
         assert first.data.messages == (
-            A("I'll delegate.", C("toolu_01", "delegate", {"task": "2+2", "depth": 1})),
-            R(res("toolu_01", "4")),
-            A("2+2 = 4."),
+            reply("I'll delegate.", ToolCall("toolu_01", "delegate", {"task": "2+2", "depth": 1})),
+            ToolResults((result("toolu_01", "4"),)),
+            reply("2+2 = 4."),
         )
         assert first.turn_id == "3f9c0a1b2c3d4e5f"
 
@@ -134,21 +112,22 @@ GOLDEN_EXPECTED = {
     "g1.jsonl": dict(
         generations=("G1",), reader="brackets",
         records=[
-            (U("list files", Attachment("notes.txt", 12, "text/plain", "")),
-             (A("Listing.", C("toolu_1", "ls", {"dir": "."})), R(res("toolu_1", "a.txt\nb.txt")), A("Two files.")),
+            (user("list files", Attachment("notes.txt", 12, "text/plain", "")),
+             (reply("Listing.", ToolCall("toolu_1", "ls", {"dir": "."})),
+              ToolResults((result("toolu_1", "a.txt\nb.txt"),)), reply("Two files.")),
              "answered", "", (usage(120, 30, model="claude-3-opus"), usage(170, 12, model="claude-3-opus")), True),
             # the nested (positional) subagent turn is skipped; failed has no error field
-            (U("ask the helper"), (), "failed", "", (), True),
+            (user("ask the helper"), (), "failed", "", (), True),
         ],
         history=["user", "assistant", "tool_results", "assistant", "user"],
     ),
     "g2.jsonl": dict(
         generations=("G2",), reader="brackets",
         records=[
-            (U("hello"), (A("Hi!"),), "answered", "", (usage(50, 5, model="gpt-4o"),), True),
-            (U("stop"), (), "interrupted", "", (), True),
+            (user("hello"), (reply("Hi!"),), "answered", "", (usage(50, 5, model="gpt-4o"),), True),
+            (user("stop"), (), "interrupted", "", (), True),
             # no terminator: interrupted, messages kept
-            (U("crash"), (A("Partial"),), "interrupted", "", (usage(80, 9, model="gpt-4o"),), False),
+            (user("crash"), (reply("Partial"),), "interrupted", "", (usage(80, 9, model="gpt-4o"),), False),
         ],
         history=["user", "assistant", "user", "user"],
         notes=[1, 9, 20],  # discarded span, orphan response, bracket without a turn
@@ -156,59 +135,63 @@ GOLDEN_EXPECTED = {
     "g3.jsonl": dict(
         generations=("G2", "G3"), reader="brackets",  # G3 omits an empty context: such lines read as G2
         records=[
-            (U("weather?"),
-             (A("Checking.", C("call_9", "weather", {"city": "Zürich"})), R(res("call_9", "Sunny, 21°C")),
-              A("Sunny.")),
+            (user("weather?"),
+             (reply("Checking.", ToolCall("call_9", "weather", {"city": "Zürich"})),
+              ToolResults((result("call_9", "Sunny, 21°C"),)),
+              reply("Sunny.")),
              "answered", "", (usage(40, 20, model="gpt-4o-mini"), usage(75, 8, model="gpt-4o-mini")), True),
-            (U("again"), (), "failed", "RateLimitError: 429", (), True),
+            (user("again"), (), "failed", "RateLimitError: 429", (), True),
         ],
         history=["user", "assistant", "tool_results", "assistant", "user"],
     ),
     "g4.jsonl": dict(
         generations=("G4",), reader="brackets",
         records=[
-            (U("summarise the repo"),
-             (A("Delegating to a reader.",
-                C("call_A", "subagent", {"task": "read README", "limits": {"pages": 2, "deep": False}})),
-              R(res("call_A", "README: a library for agents.")),
-              A("It is a library for building agents — résumé: small.")),
+            (user("summarise the repo"),
+             (reply("Delegating to a reader.",
+                    ToolCall("call_A", "subagent", {"task": "read README", "limits": {"pages": 2, "deep": False}})),
+              ToolResults((result("call_A", "README: a library for agents."),)),
+              reply("It is a library for building agents — résumé: small.")),
              "answered", "", (usage(900, 40, 0, 0, "openai", "gpt-4.1"), usage(1000, 25, 896, 0, "openai", "gpt-4.1")),
              True),
-            (U("long job"), (), "interrupted", "", (), True),
+            (user("long job"), (), "interrupted", "", (), True),
         ],
         history=["user", "assistant", "tool_results", "assistant", "user"],
     ),
     "g4b.jsonl": dict(
         generations=("G4b",), reader="brackets",
         records=[
-            (U("compare a and b"),
-             (A("Reading both in parallel.", C("call_1", "reader", {"file": "a"}), C("call_2", "reader", {"file": "b"})),
-              R(res("call_1", "a says 1"), res("call_2", "b says 2")), A("a=1, b=2")),
+            (user("compare a and b"),
+             (reply("Reading both in parallel.", ToolCall("call_1", "reader", {"file": "a"}),
+                    ToolCall("call_2", "reader", {"file": "b"})),
+              ToolResults((result("call_1", "a says 1"), result("call_2", "b says 2"))), reply("a=1, b=2")),
              "answered", "",
              (usage(500, 50, 0, 480, "anthropic", "claude-sonnet-4-5"),
               usage(700, 20, 480, 0, "anthropic", "claude-sonnet-4-5")), True),
-            (U("again"), (), "failed", "", (), True),
+            (user("again"), (), "failed", "", (), True),
         ],
         history=["user", "assistant", "tool_results", "assistant", "user"],
     ),
     "g5.jsonl": dict(
         generations=("G5",), reader="brackets",
         records=[
-            (U("Read report.pdf and run foo — please",
-               Attachment("report.pdf", 48213, "application/pdf", "/srv/data/report.pdf")),
-             (A("I'll read it.\n",
-                C("toolu_A", "read_pdf", {"path": "/srv/data/report.pdf", "pages": [1, 2],
+            (user("Read report.pdf and run foo — please",
+                  Attachment("report.pdf", 48213, "application/pdf", "/srv/data/report.pdf")),
+             (reply("I'll read it.\n",
+                    ToolCall("toolu_A", "read_pdf", {"path": "/srv/data/report.pdf", "pages": [1, 2],
                                           "opts": {"ocr": False, "lang": "fr", "dpi": 1.5}}),
-                C("toolu_B", "foo", {})),
-              R(res("toolu_A", "Le rapport était clair.", True, Attachment("page1.png", 1024, "image/png", "/tmp/page1.png")),
-                res("toolu_B", "Unknown tool: foo", False)),
-              A("The report was clear.")),
+                    ToolCall("toolu_B", "foo", {})),
+              ToolResults((result("toolu_A", "Le rapport était clair.",
+                                  Attachment("page1.png", 1024, "image/png", "/tmp/page1.png")),
+                result("toolu_B", "Unknown tool: foo", success=False))),
+              reply("The report was clear.")),
              "answered", "",
              (usage(2000, 100, 1500, 200, "anthropic", "claude-opus-4-6"),
               usage(2600, 50, 2000, 0, "anthropic", "claude-opus-4-6")), True),
-            (U("and now crash"), (A("Thinking…", C("toolu_C", "bash", {"cmd": "rm -rf /tmp/x"})),), "interrupted", "",
+            (user("and now crash"), (reply("Thinking…", ToolCall("toolu_C", "bash", {"cmd": "rm -rf /tmp/x"})),),
+             "interrupted", "",
              (usage(3000, 10, 0, 0, "anthropic", "claude-opus-4-6"),), False),
-            (U("cancel me"), (), "interrupted", "", (), True),
+            (user("cancel me"), (), "interrupted", "", (), True),
         ],
         history=["user", "assistant", "tool_results", "assistant", "user", "user"],
         notes=[None],  # the cron turn outside any bracket
@@ -216,21 +199,22 @@ GOLDEN_EXPECTED = {
     "sessionlog.jsonl": dict(
         generations=("SessionLog",), reader="sessionlog",
         records=[
-            (U("hi there", Attachment("cat.png", 2048, "image/png", "")),
-             (A("Let me look.", C("toolu_x", "describe", {"image": "cat.png"})),
-              R(res("toolu_x", "a cat", True, Attachment("crop.png", 100, "image/png", ""))), A("It is a cat.")),
+            (user("hi there", Attachment("cat.png", 2048, "image/png", "")),
+             (reply("Let me look.", ToolCall("toolu_x", "describe", {"image": "cat.png"})),
+              ToolResults((result("toolu_x", "a cat", Attachment("crop.png", 100, "image/png", "")),)),
+              reply("It is a cat.")),
              "answered", "", (), True),
-            (U("thanks"), (A("You're welcome."),), "answered", "", (), True),
+            (user("thanks"), (reply("You're welcome."),), "answered", "", (), True),
         ],
         history=["user", "assistant", "tool_results", "assistant", "user", "assistant"],
     ),
     "fold.jsonl": dict(
         generations=("G2",), reader="fold",
         records=[
-            (U("one"), (A("1"),), "answered", "", (usage(10, 1, model="m"),), True),
-            (U("two"), (A("partial"),), "interrupted", "", (), False),  # cut off by the next started
-            (U("three"), (), "failed", "boom", (), True),
-            (U("four"), (A("4"),), "interrupted", "", (), False),
+            (user("one"), (reply("1"),), "answered", "", (usage(10, 1, model="m"),), True),
+            (user("two"), (reply("partial"),), "interrupted", "", (), False),  # cut off by the next started
+            (user("three"), (), "failed", "boom", (), True),
+            (user("four"), (reply("4"),), "interrupted", "", (), False),
         ],
         history=["user", "assistant", "user", "user", "user"],
     ),
@@ -353,24 +337,24 @@ class TestTurnRules:
     def test_unterminated_turn_keeps_messages(self, tmp_path):
         p = write(tmp_path, [REQ, user_msg("u", T1), asst_msg("half", T1), RESP])
         (r,) = Journal.records(p)
-        assert (r.data.outcome, r.data.messages, r.terminated) == ("interrupted", (A("half"),), False)
-        assert Journal.load(p) == [U("u")]
+        assert (r.data.outcome, r.data.messages, r.terminated) == ("interrupted", (reply("half"),), False)
+        assert Journal.load(p) == [user("u")]
 
     def test_interrupted_and_failed_drop_messages(self, tmp_path):
         p = write(tmp_path, [REQ, user_msg("a", T1), asst_msg("x", T1), end("interrupted", T1), RESP,
                              REQ, user_msg("b", T2), asst_msg("y", T2), end("failed", T2, error="E"), RESP])
-        assert summary(Journal.records(p)) == [(U("a"), (), "interrupted", "", (), True),
-                                               (U("b"), (), "failed", "E", (), True)]
+        assert summary(Journal.records(p)) == [(user("a"), (), "interrupted", "", (), True),
+                                               (user("b"), (), "failed", "E", (), True)]
 
     def test_first_terminator_wins_and_later_messages_count(self, tmp_path):
         p = write(tmp_path, [REQ, user_msg("a", T1), end("answered", T1), asst_msg("late", T1),
                              end("failed", T1, error="no"), RESP])
         (r,) = Journal.records(p)
-        assert (r.data.outcome, r.data.messages) == ("answered", (A("late"),))
+        assert (r.data.outcome, r.data.messages) == ("answered", (reply("late"),))
 
     def test_second_user_message_of_a_turn_is_dropped(self, tmp_path):
         p = write(tmp_path, [REQ, user_msg("first", T1), user_msg("second", T1), end("answered", T1), RESP])
-        assert Journal.records(p)[0].data.input == U("first")
+        assert Journal.records(p)[0].data.input == user("first")
 
     def test_nested_turns_are_excluded_even_interleaved(self, tmp_path):
         call = "harpe.tools.call=c1"
@@ -378,7 +362,7 @@ class TestTurnRules:
                              asst_msg("outer reply", T1), asst_msg("inner reply", T2, f"harpe.turn.id={T1}", call),
                              end("answered", T2, f"harpe.turn.id={T1}", call), end("answered", T1), RESP])
         (r,) = Journal.records(p)
-        assert (r.data.input, r.data.messages) == (U("outer"), (A("outer reply"),))
+        assert (r.data.input, r.data.messages) == (user("outer"), (reply("outer reply"),))
 
     def test_bracket_inside_a_turn_reads_its_own_turn(self, tmp_path):
         # the order-agnostic rule: the shortest turn-id list is the bracket's turn
@@ -387,7 +371,7 @@ class TestTurnRules:
         p = write(tmp_path, [req, user_msg("u", T1, outer), asst_msg("r", T1, outer), end("answered", T1, outer),
                              rec("harpe.turn.response", {"data": "y"}, [outer])])
         (r,) = Journal.records(p)
-        assert (r.data.input, r.turn_id) == (U("u"), T1)
+        assert (r.data.input, r.turn_id) == (user("u"), T1)
 
     def test_bracket_without_a_turn_and_records_outside_brackets(self, tmp_path):
         p = write(tmp_path, [user_msg("cron", T3), end("answered", T3), REQ, rec("app.command"), RESP])
@@ -414,7 +398,7 @@ class TestTurnRules:
     def test_records_accepts_entries(self):
         entries = [Entry(datetime(2026, 1, 1, tzinfo=timezone.utc), e["event"], e["fields"], tuple(e["context"]))
                    for e in (REQ, user_msg("u", T1), end("answered", T1), RESP)]
-        assert [r.data.input for r in Journal.records(entries)] == [U("u")]
+        assert [r.data.input for r in Journal.records(entries)] == [user("u")]
         with pytest.raises(TypeError, match="Entry objects"):
             Journal.records([{"event": "x"}])
 
@@ -422,9 +406,9 @@ class TestTurnRules:
         p = write(tmp_path, [REQ, user_msg("a", T1), end("answered", T1), RESP,
                              REQ, user_msg("b", T2), end("answered", T2), RESP])
         stream = Journal.stream(p)
-        assert next(stream).data.input == U("a")
+        assert next(stream).data.input == user("a")
         assert stream._asm.count == 1  # the second bracket has not been read yet
-        assert [r.data.input for r in stream] == [U("b")]
+        assert [r.data.input for r in stream] == [user("b")]
 
 
 class TestEagerTurn:
@@ -450,9 +434,10 @@ class TestEagerTurn:
         p = write(tmp_path, [REQ, odd, asst_msg("one", T1), tool, odd_reply, user_msg("again", T1),
                              asst_msg("two", T1), end("answered", T1), RESP])
         (r,) = Journal.records(p)
-        assert r.data.input == U("with file", Attachment("a.png", 3, "image/png", "/a.png"))
-        assert r.data.messages == (A("one"), R(res("c", "x", True, Attachment("a.png", 3, "image/png", "/a.png"))),
-                                   A("odd"), A("two"))
+        assert r.data.input == user("with file", Attachment("a.png", 3, "image/png", "/a.png"))
+        assert r.data.messages == (reply("one"),
+                                   ToolResults((result("c", "x", Attachment("a.png", 3, "image/png", "/a.png")),)),
+                                   reply("odd"), reply("two"))
         assert (summary([r]), []) == self.general(p)
 
     def test_a_bad_message_is_reported_at_the_response_in_line_order(self, tmp_path):
@@ -470,7 +455,7 @@ class TestEagerTurn:
     def test_a_bad_message_in_a_bracket_that_never_closes_is_no_error(self, tmp_path):
         bad = rec("harpe.turn.message", {"role": "assistant", "text": 5, "calls": []}, [f"harpe.turn.id={T1}"])
         p = write(tmp_path, [REQ, user_msg("a", T1), end("answered", T1), RESP, REQ, user_msg("b", T2), bad])
-        assert [r.data.input for r in Journal.records(p)] == [U("a")]  # Harpe never reads the open bracket
+        assert [r.data.input for r in Journal.records(p)] == [user("a")]  # Harpe never reads the open bracket
 
     def test_records_before_the_turn_is_known(self, tmp_path):
         # a nested turn's records and usage ahead of the outer turn's first record (innermost-first scopes)
@@ -483,8 +468,8 @@ class TestEagerTurn:
                              rec("harpe.turn.answered", {}, inner), end("answered", T1), RESP])
         records = Journal.records(p)
         (r,) = records
-        assert (r.data.input, r.turn_id, r.usage, r.nested_usage) == (U("outer"), T1, (usage(9, 1, 0, 0, "p", "m"),),
-                                                                     (usage(7, 1, 0, 0, "p", "m"),))
+        assert (r.data.input, r.turn_id, r.usage, r.nested_usage) == (user("outer"), T1, (usage(9, 1, 0, 0, "p", "m"),),
+                                                                      (usage(7, 1, 0, 0, "p", "m"),))
         assert records.generations == ("G4b",)
         assert (summary(records), []) == self.general(p)
 
@@ -547,12 +532,12 @@ class TestMessageCodec:
     def test_strict_requires_every_key(self):
         with pytest.raises(JournalError, match="'attachments' is missing"):
             decode_message({"role": "user", "text": "x"})
-        assert decode_message({"role": "user", "text": "x"}, strict=False) == U("x")
+        assert decode_message({"role": "user", "text": "x"}, strict=False) == user("x")
 
     def test_legacy_variants(self):
         m = decode_message({"role": "tool_results", "results": [{"id": "1", "content": "c", "media": [
             {"name": "n", "size": 3, "mime": "m", "inline": True}]}]}, strict=False)
-        assert m == R(res("1", "c", True, Attachment("n", 3, "m", "")))
+        assert m == ToolResults((result("1", "c", Attachment("n", 3, "m", "")),))
 
     def test_integral_floats_are_integers(self):
         m = decode_message({"role": "user", "text": "", "attachments": [
@@ -562,11 +547,11 @@ class TestMessageCodec:
     def test_decoded_messages_are_the_constructed_ones(self):
         # the common shapes take a quick path; it builds exactly what the constructors build
         cases = [
-            ({"role": "user", "text": "x", "attachments": []}, U("x")),
+            ({"role": "user", "text": "x", "attachments": []}, user("x")),
             ({"role": "assistant", "text": "t", "calls": [{"id": "c", "name": "n", "input": {"a": 1}}]},
-             A("t", C("c", "n", {"a": 1}))),
+             reply("t", ToolCall("c", "n", {"a": 1}))),
             ({"role": "tool_results", "results": [{"id": "c", "content": "r", "attachments": [], "success": False}]},
-             R(res("c", "r", False))),
+             ToolResults((result("c", "r", success=False),))),
         ]
         for fields, expected in cases:
             for strict in (True, False):
@@ -758,23 +743,25 @@ class TestWriterHelpers:
             journal = Journal(logger.with_context("app.session=1"))
             journal.request({"text": "hi"})
             turn = journal.turn(T1)
-            turn.user(U("hi"))
+            turn.user(user("hi"))
             turn.model_sent("openai", "gpt")
             turn.model_replied("openai", "gpt")
             turn.usage(usage(10, 2, 1, 0, "openai", "gpt"))
-            turn.assistant(A("", C("c1", "sub", {"q": "x"})))
+            turn.assistant(reply("", ToolCall("c1", "sub", {"q": "x"})))
             sub = turn.nested("c1", T2)
-            sub.user(U("x"))
+            sub.user(user("x"))
             sub.usage(usage(3, 1))
-            sub.assistant(A("y"))
+            sub.assistant(reply("y"))
             sub.answered()
-            turn.tool_results(R(res("c1", "y")))
+            turn.tool_results(ToolResults((result("c1", "y"),)))
             turn.model_retried("RateLimitError", attempt=1, retry_in_seconds=1)
-            turn.assistant(A("done"))
+            turn.assistant(reply("done"))
             turn.answered()
             journal.response()
         (r,) = Journal.records(p)
-        assert summary([r]) == [(U("hi"), (A("", C("c1", "sub", {"q": "x"})), R(res("c1", "y")), A("done")),
+        assert summary([r]) == [(user("hi"),
+                                 (reply("", ToolCall("c1", "sub", {"q": "x"})), ToolResults((result("c1", "y"),)),
+                                  reply("done")),
                                  "answered", "", (usage(10, 2, 1, 0, "openai", "gpt"),), True)]
         assert r.nested_usage == (usage(3, 1),) and r.turn_id == T1
         lines = [json.loads(x) for x in p.read_text().splitlines()]
@@ -788,10 +775,10 @@ class TestWriterHelpers:
             turn = TurnLog(logger)
             assert len(turn.id) == 16
             with pytest.raises(JournalError, match="write the user message first"):
-                turn.assistant(A("x"))
-            turn.user(U("u"))
+                turn.assistant(reply("x"))
+            turn.user(user("u"))
             with pytest.raises(JournalError, match="already has its user message"):
-                turn.user(U("again"))
+                turn.user(user("again"))
             turn.failed("E")
             with pytest.raises(JournalError, match="already ended"):
                 turn.answered()
@@ -802,14 +789,14 @@ class TestWriterHelpers:
         p = tmp_path / "w.jsonl"
         with JsonlLogger(p) as logger:
             turn = TurnLog(logger, T1)
-            turn.user(U("u"))
+            turn.user(user("u"))
             turn.failed()
         assert json.loads(p.read_text().splitlines()[-1])["fields"] == {"error": ""}
 
     def test_turn_data_validates(self):
         with pytest.raises(ValueError, match="outcome must be one of"):
-            TurnData(input=U("x"), outcome="done")
+            TurnData(input=user("x"), outcome="done")
         with pytest.raises(ValueError, match="failed turn keeps no messages"):
-            TurnData(input=U("x"), messages=(A("y"),), outcome="failed")
+            TurnData(input=user("x"), messages=(reply("y"),), outcome="failed")
         with pytest.raises(TypeError, match="TurnRecord.data must be a TurnData"):
             TurnRecord(request="", response="", data=None)

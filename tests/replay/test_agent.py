@@ -10,7 +10,6 @@ from types import SimpleNamespace
 from typing import Literal, Optional
 
 import pytest
-from tests._support.openai_server import Reply
 
 from harpe_lab.agent import (
     AgentError,
@@ -36,6 +35,7 @@ from harpe_lab.journal import Journal, JsonlLogger
 from harpe_lab.messages import AssistantMessage, UserInput, from_openai, strip_harpe_keys, to_openai
 from harpe_lab.replay import replay
 from harpe_lab.tokens import ApproxCounter
+from tests._support.openai_server import Reply
 
 KEY = "sk-test-7f3a9c2e5b1d4f60"
 SYSTEM = "You are terse."

@@ -9,7 +9,6 @@ import math
 
 import pytest
 
-from tests._support.data import REAL_DATA
 from harpe_lab import ApproxCounter, TiktokenCounter
 from harpe_lab.cli import main
 from harpe_lab.conversation import Conversation, RecordedCompaction, Turn
@@ -21,6 +20,7 @@ from harpe_lab.recorded import recorded
 from harpe_lab.replay import replay
 from harpe_lab.strategies.harpe import FullContext
 from harpe_lab.tokens import ScaledCounter
+from tests._support.data import REAL_DATA
 
 CLAUDE = REAL_DATA / "claude_code"
 COMPACTED = ["258c7280-ae70-4798-800f-63464d01a85d", "4d5611e5-241a-462a-8d15-5122611a9569",

@@ -26,21 +26,10 @@ from harpe_lab.messages import Rendered
 from harpe_lab.strategies.harpe import Compaction
 from harpe_lab.conversation import Conversation, Turn
 from harpe_lab.replay import REQUEST_COLUMNS, Pricing, replay
+from tests._support.builders import call, reply, results, turn
 from tests._support.data import DATA
 
 COUNTER = ApproxCounter()
-
-
-def _call(cid: str, text: str = "") -> AssistantMessage:
-    return AssistantMessage(text, (ToolCall(cid, "read", {"path": f"/src/{cid}.py"}),))
-
-
-def _results(cid: str, content: str) -> ToolResults:
-    return ToolResults((ToolResult(cid, content),))
-
-
-def _turn(text: str, *messages, outcome: str = "answered") -> Turn:
-    return Turn(UserInput(text), tuple(messages), outcome)
 
 
 def _sent(rp, i):
@@ -51,10 +40,12 @@ def _sent(rp, i):
 def tool_conversation() -> Conversation:
     return Conversation(
         (
-            _turn("read a", _call("a1"), _results("a1", "A" * 40), AssistantMessage("a done")),
-            _turn("read b twice", _call("b1"), _results("b1", "B" * 40), _call("b2"), _results("b2", "b" * 40),
-                  AssistantMessage("b done")),
-            _turn("bye", AssistantMessage("bye")),
+            turn("read a", reply("", call("a1", "read", path="/src/a1.py")), results(("a1", "A" * 40)),
+                 AssistantMessage("a done")),
+            turn("read b twice", reply("", call("b1", "read", path="/src/b1.py")), results(("b1", "B" * 40)),
+                 reply("", call("b2", "read", path="/src/b2.py")), results(("b2", "b" * 40)),
+                 AssistantMessage("b done")),
+            turn("bye", AssistantMessage("bye")),
         ),
         id="tools",
     )
@@ -76,8 +67,9 @@ class TestFullContext:
 
     def test_interrupted_turn_keeps_only_its_input_afterwards(self):
         conv = Conversation((
-            _turn("first", _call("x"), _results("x", "data"), outcome="interrupted"),
-            _turn("second", AssistantMessage("ok")),
+            turn("first", reply("", call("x", "read", path="/src/x.py")), results(("x", "data")),
+                 outcome="interrupted"),
+            turn("second", AssistantMessage("ok")),
         ))  # fmt: skip
         rp = replay(conv, lambda: FullContext(""), counter=COUNTER)
         first, second = conv.turns
@@ -89,7 +81,7 @@ class TestFullContext:
         assert list(rp.requests["outcome"]) == ["interrupted", "interrupted", "answered"]
 
     def test_failed_turn_without_reply_is_one_request(self):
-        conv = Conversation((_turn("boom", outcome="failed"), _turn("again", AssistantMessage("fine"))))
+        conv = Conversation((turn("boom", outcome="failed"), turn("again", AssistantMessage("fine"))))
         rp = replay(conv, lambda: FullContext(""), counter=COUNTER)
         assert len(rp) == 2
         assert list(rp.rendered(1).messages) == [conv.turns[0].input, conv.turns[1].input]
@@ -100,8 +92,9 @@ class TestWindowedMidTurnTail:
     def test_mid_turn_requests_keep_the_provider_session_tail(self):
         big = "x" * 100
         conv = Conversation((
-            _turn("old", AssistantMessage(big)),
-            _turn("new", _call("c1"), _results("c1", big), _call("c2"), _results("c2", big), AssistantMessage("done")),
+            turn("old", AssistantMessage(big)),
+            turn("new", reply("", call("c1", "read", path="/src/c1.py")), results(("c1", big)),
+                 reply("", call("c2", "read", path="/src/c2.py")), results(("c2", big)), AssistantMessage("done")),
         ))  # fmt: skip
         rp = replay(conv, lambda: WindowedContext("", max_chars=50), counter=COUNTER)
         new = conv.turns[1].all_messages
@@ -122,9 +115,10 @@ class TestSummarizingRestart:
             return "S"
 
         conv = Conversation((
-            _turn("aaaa", AssistantMessage("bbbb")),
-            _turn("cccc", _call("k1"), _results("k1", "r" * 200), _call("k2"), _results("k2", "s" * 10),
-                  AssistantMessage("end")),
+            turn("aaaa", AssistantMessage("bbbb")),
+            turn("cccc", reply("", call("k1", "read", path="/src/k1.py")), results(("k1", "r" * 200)),
+                 reply("", call("k2", "read", path="/src/k2.py")), results(("k2", "s" * 10)),
+                 AssistantMessage("end")),
         ))  # fmt: skip
         rp = replay(
             conv,
@@ -241,7 +235,7 @@ class TestAgainstReference:
 
 class TestColumns:
     def test_overshoot_and_cache_prefix(self):
-        conv = Conversation(tuple(_turn(f"q{k}", AssistantMessage("a" * 80)) for k in range(4)))
+        conv = Conversation(tuple(turn(f"q{k}", AssistantMessage("a" * 80)) for k in range(4)))
         rp = replay(conv, lambda: SummarizingContext("", high_water_tokens=10_000, low_water_chars=10,
                                                       distill=lambda r: "s"), counter=COUNTER)
         f = rp.requests
@@ -311,16 +305,18 @@ class _Broken:
 
 class TestInvariants:
     def test_separated_tool_pair_names_strategy_and_request(self):
-        conv = Conversation((_turn("one", _call("a"), _results("a", "r"), AssistantMessage("x")),
-                             _turn("two", AssistantMessage("y"))))
+        conv = Conversation((turn("one", reply("", call("a", "read", path="/src/a.py")), results(("a", "r")),
+                                  AssistantMessage("x")),
+                             turn("two", AssistantMessage("y"))))
         with pytest.raises(StrategyError, match=r"dropper separated a tool call from its results at request 1"):
             replay(conv, lambda: _Broken("drop-results"), counter=COUNTER, name="dropper")
 
     def test_a_reply_the_strategy_rewrote_is_held_to_its_calls_too(self):
         # the pairing is by identity for the recording's own messages; a copy (cline-legacy's
         # reply with a notice added) once went out with its calls unanswered, unseen
-        conv = Conversation((_turn("one", _call("a"), _results("a", "r"), AssistantMessage("x")),
-                             _turn("two", AssistantMessage("y"))))
+        conv = Conversation((turn("one", reply("", call("a", "read", path="/src/a.py")), results(("a", "r")),
+                                  AssistantMessage("x")),
+                             turn("two", AssistantMessage("y"))))
         with pytest.raises(StrategyError, match=r"copier sent tool calls without their results at request 1"):
             replay(conv, lambda: _Broken("copy-without-results"), counter=COUNTER, name="copier")
 
@@ -342,7 +338,7 @@ class TestInvariants:
 class TestEvents:
     def test_user_handler_still_gets_events(self):
         seen, replay_events = [], []
-        conv = Conversation(tuple(_turn("q" * 20, AssistantMessage("a" * 40)) for _ in range(6)))
+        conv = Conversation(tuple(turn("q" * 20, AssistantMessage("a" * 40)) for _ in range(6)))
         rp = replay(
             conv,
             lambda: SummarizingContext("", high_water_tokens=30, low_water_chars=70, distill=lambda r: "s",

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from tests._support.data import DATA, REAL_DATA
 from harpe_lab.cli import main
 from harpe_lab.importers import load_any
 from harpe_lab.recorded import recorded
 from harpe_lab.sessions import Skipped, _imported, scan_session, scan_sessions, sessions_frame
+from tests._support.data import DATA, REAL_DATA
 
 CLAUDE = REAL_DATA / "claude_code"
 CODEX = REAL_DATA / "codex"

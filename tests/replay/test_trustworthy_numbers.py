@@ -15,32 +15,21 @@ import pytest
 
 from harpe_lab import datasets
 from harpe_lab.strategies.harpe import FullContext, WindowedContext
-from harpe_lab.conversation import Conversation, Turn
+from harpe_lab.conversation import Conversation
 from harpe_lab.errors import HarpeLabError, StrategyError
 from harpe_lab.importers import load_harpe, to_journal
 from harpe_lab.journal import Journal
-from harpe_lab.messages import AssistantMessage, Rendered, ToolCall, ToolResult, ToolResults, UserInput
+from harpe_lab.messages import AssistantMessage, Rendered, ToolResults, UserInput
 from harpe_lab.presets import PRESETS, get_preset, make_strategy
 from harpe_lab.protocol import Compaction, ContextCompacted, Limit
 from harpe_lab.replay import RequestIndexError, replay
 from harpe_lab.summarize import RecordedDistiller
 from harpe_lab.sweep import sweep
 from harpe_lab.tokens import BytesCounter, TiktokenCounter
+from tests._support.builders import call, reply, results, turn
 from tests._support.data import ROOT
 
 COUNTER = TiktokenCounter("cl100k_base")
-
-
-def _turn(text: str, *messages, outcome: str = "answered") -> Turn:
-    return Turn(UserInput(text), messages, outcome)
-
-
-def _call(cid: str, name: str = "read") -> AssistantMessage:
-    return AssistantMessage("", (ToolCall(cid, name, {"path": cid}),))
-
-
-def _results(cid: str, content: str) -> ToolResults:
-    return ToolResults((ToolResult(cid, content),))
 
 
 def _peak(conversation: Conversation) -> int:
@@ -141,7 +130,7 @@ class TestReusedMessageObjects:
 
     def test_a_reply_object_reused_in_two_turns(self):
         ok = AssistantMessage("ok")
-        c = Conversation((_turn("one", ok), _turn("two", ok), _turn("three", AssistantMessage("done"))))
+        c = Conversation((turn("one", ok), turn("two", ok), turn("three", AssistantMessage("done"))))
         rp = replay(c, lambda: FullContext(""), counter=COUNTER)
         assert rp.sent_ids(2) == ["0.0", "0.1", "1.0", "1.1", "2.0"]
         assert set(rp.kept(2).values()) == {"sent"}
@@ -149,7 +138,7 @@ class TestReusedMessageObjects:
         assert not rp.requests["compacted"].any()
 
     def test_a_turn_object_reused(self):
-        t = _turn("again", _call("c1"), _results("c1", "x" * 50), AssistantMessage("fine"))
+        t = turn("again", reply("", call("c1", "read", path="c1")), results(("c1", "x" * 50)), AssistantMessage("fine"))
         c = Conversation((t, t, t))
         rp = replay(c, lambda: WindowedContext("", max_chars=10), counter=COUNTER)
         # each turn start keeps only the newest turn; its call and results stay paired
@@ -161,15 +150,15 @@ class TestReusedMessageObjects:
         assert len(rp.sent_ids(len(rp) - 1)) == len(set(rp.sent_ids(len(rp) - 1)))
 
     def test_a_round_object_reused_within_a_turn(self):
-        call, results = _call("c1"), _results("c1", "x" * 50)
-        c = Conversation((_turn("twice", call, results, call, results, AssistantMessage("done")),))
+        asked, answered = reply("", call("c1", "read", path="c1")), results(("c1", "x" * 50))
+        c = Conversation((turn("twice", asked, answered, asked, answered, AssistantMessage("done")),))
         rp = replay(c, lambda: FullContext(""), counter=COUNTER)
         assert rp.sent_ids(len(rp) - 1) == ["0.0", "0.1", "0.2", "0.3", "0.4"]
         assert rp.requests["messages_sent"].tolist() == [1, 3, 5]
         assert not rp.requests["compacted"].any()
 
     def test_equal_messages_in_a_row(self):
-        c = Conversation((_turn("same", AssistantMessage("ok")), _turn("same", AssistantMessage("ok"))))
+        c = Conversation((turn("same", AssistantMessage("ok")), turn("same", AssistantMessage("ok"))))
         rp = replay(c, lambda: FullContext(""), counter=COUNTER)
         assert rp.sent_ids(1) == ["0.0", "0.1", "1.0"]
         assert rp.requests["messages_sent"].tolist() == [1, 3]
@@ -232,9 +221,9 @@ class TestResumeCaps:
     def test_load_harpe_caps_like_journal_load(self, tmp_path):
         long = "x" * 400
         c = Conversation((
-            _turn("first", AssistantMessage("short")),
-            _turn("second", AssistantMessage(long), outcome="interrupted"),
-            _turn("third", AssistantMessage("brief")),
+            turn("first", AssistantMessage("short")),
+            turn("second", AssistantMessage(long), outcome="interrupted"),
+            turn("third", AssistantMessage("brief")),
         ))  # fmt: skip
         path = to_journal(c, tmp_path / "j.jsonl")
         history = Journal.load(path, max_chars=100)
@@ -294,7 +283,7 @@ class _SlotsWithCapabilities(_SlotsOnly):
 
 class TestTheEngineOnlyUsesTheProtocol:
     def _conversation(self) -> Conversation:
-        return Conversation(tuple(_turn(f"question {k}", AssistantMessage(f"answer {k} " * 5)) for k in range(4)))
+        return Conversation(tuple(turn(f"question {k}", AssistantMessage(f"answer {k} " * 5)) for k in range(4)))
 
     def test_a_lifecycle_only_strategy_replays_with_the_optional_columns_empty(self):
         rp = replay(self._conversation(), _SlotsOnly, counter=COUNTER)

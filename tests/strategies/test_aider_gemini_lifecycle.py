@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import pytest
 
-from tests._support.editing import SYSTEM, call, reply, results, user
 from harpe_lab.messages import AssistantMessage, Usage, UserInput
 from harpe_lab.strategies import aider, gemini
 from harpe_lab.strategies._lifecycle import TurnLifecycle
 from harpe_lab.tokens import TiktokenCounter
+from tests._support.builders import call, reply, results, user
+from tests._support.editing import SYSTEM
 
 COUNTER = TiktokenCounter()
 

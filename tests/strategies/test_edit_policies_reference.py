@@ -12,7 +12,6 @@ import re
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests._support.editing import conversations
 from harpe_lab.messages import AssistantMessage, ToolCall, ToolResult, ToolResults, UserInput
 from harpe_lab.strategies.clearing import ClearToolUses, Priced
 from harpe_lab.strategies.editing import EditContext
@@ -22,6 +21,7 @@ from harpe_lab.strategies.langchain._units import units_of
 from harpe_lab.strategies.masking import LastNObservations, elided
 from harpe_lab.strategies.openhands import MASKED, ObservationMasking, events_in
 from harpe_lab.strategies.trimming import ToolOutputTrimmer, trimmed_text
+from tests._support.editing import conversations
 
 
 def _flat(conversation) -> tuple:

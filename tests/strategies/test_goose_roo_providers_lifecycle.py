@@ -9,11 +9,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests._support.editing import SYSTEM, assert_pairs_by_ids, call, conversations, reply, results, user
 from harpe_lab.messages import AssistantMessage, Rendered, ToolResults, Usage, UserInput
 from harpe_lab.strategies import goose, providers, roo
 from harpe_lab.strategies._lifecycle import TurnLifecycle
 from harpe_lab.tokens import BytesCounter
+from tests._support.builders import call, reply, results, user
+from tests._support.editing import SYSTEM, assert_pairs_by_ids, conversations
 
 COUNTER = BytesCounter()
 

@@ -32,33 +32,16 @@ from harpe_lab.messages import (
     Usage,
     UserInput,
 )
+from tests._support.builders import call, numbered_results, reply, user
 
 BASE = "You are a careful agent."
-
-# --- tiny builders ---------------------------------------------------------------------
-
-
-def _user(text: str = "q") -> UserInput:
-    return UserInput(text)
-
-
-def _reply(text: str = "a", *calls: ToolCall) -> AssistantMessage:
-    return AssistantMessage(text, calls)
-
-
-def _call(id: str = "c1", name: str = "f", **input: object) -> ToolCall:
-    return ToolCall(id, name, input)
-
-
-def _results(*contents: str) -> ToolResults:
-    return ToolResults(tuple(ToolResult(f"c{i + 1}", c) for i, c in enumerate(contents)))
 
 
 def _turns(n: int) -> list:
     """Harpe's ContextTest shape: n turns of a 4-char input and a 4-char reply (8 chars)."""
     out: list = []
     for i in range(1, n + 1):
-        out += [_user(f"ask{i}"), _reply(f"ans{i}")]
+        out += [user(f"ask{i}"), reply(f"ans{i}")]
     return out
 
 
@@ -97,14 +80,14 @@ class TestMessageChars:
     def test_assistant_counts_text_and_default_json_of_inputs(self):
         # Python's default dumps: ", " and ": " separators, non-ASCII escaped as \uXXXX.
         call = ToolCall("a-very-long-id", "a_long_tool_name", {"city": "Zürich", "n": [1, 2]})
-        assert message_chars(_reply("ok", call)) == 2 + len('{"city": "Z\\u00fcrich", "n": [1, 2]}')
-        assert message_chars(_reply("ok", call)) == 2 + 36
+        assert message_chars(reply("ok", call)) == 2 + len('{"city": "Z\\u00fcrich", "n": [1, 2]}')
+        assert message_chars(reply("ok", call)) == 2 + 36
 
     def test_assistant_without_calls_counts_text(self):
-        assert message_chars(_reply("héllo")) == 5
+        assert message_chars(reply("héllo")) == 5
 
     def test_tool_results_count_all_contents(self):
-        assert message_chars(_results("abc", "", "de")) == 5
+        assert message_chars(numbered_results("abc", "", "de", prefix="c")) == 5
 
     def test_rejects_what_is_not_a_message(self):
         with pytest.raises(TypeError, match="not a harpe_lab message"):
@@ -113,11 +96,12 @@ class TestMessageChars:
 
 class TestTurnGroups:
     def test_a_group_starts_at_each_user_input(self):
-        u1, a1, r1, a2, u2 = _user("1"), _reply("x", _call()), _results("r"), _reply("y"), _user("2")
+        u1, a1, r1, a2, u2 = (user("1"), reply("x", call("c1", "f")), numbered_results("r", prefix="c"), reply("y"),
+                              user("2"))
         assert turn_groups([u1, a1, r1, a2, u2]) == [[u1, a1, r1, a2], [u2]]
 
     def test_a_leading_non_user_prefix_is_its_own_group(self):
-        a, r, u = _reply("x", _call()), _results("r"), _user()
+        a, r, u = reply("x", call("c1", "f")), numbered_results("r", prefix="c"), user("q")
         assert turn_groups([a, r, u]) == [[a, r], [u]]
 
     def test_empty(self):
@@ -137,16 +121,16 @@ class TestTruncate:
         assert truncate(_turns(5), 16) == _turns(5)[6:]
 
     def test_the_last_turn_is_kept_even_when_alone_it_is_too_big(self):
-        msgs = _turns(2) + [_user("x" * 100), _reply("y" * 100)]
+        msgs = _turns(2) + [user("x" * 100), reply("y" * 100)]
         assert truncate(msgs, 10) == msgs[-2:]
         assert truncate(msgs, -1) == msgs[-2:]
 
     def test_a_reply_is_never_separated_from_its_results(self):
-        msgs = [_user("aa"), _reply("b", _call()), _results("c" * 50), _reply("d"), _user("e")]
-        assert truncate(msgs, 20) == [_user("e")]
+        msgs = [user("aa"), reply("b", call("c1", "f")), numbered_results("c" * 50, prefix="c"), reply("d"), user("e")]
+        assert truncate(msgs, 20) == [user("e")]
 
     def test_a_leading_prefix_is_dropped_first(self):
-        msgs = [_reply("zzzz"), _results("yyyy"), *_turns(1)]
+        msgs = [reply("zzzz"), numbered_results("yyyy", prefix="c"), *_turns(1)]
         assert truncate(msgs, 8) == _turns(1)
 
     def test_empty_input(self):
@@ -232,90 +216,92 @@ class TestProtocol:
 
     def test_compact_returns_rendered_and_flag(self):
         ctx = FullContext(BASE)
-        ctx.begin_turn(_user("hi"))
-        assert ctx.compact() == Compaction(Rendered(BASE, (_user("hi"),)), False)
+        ctx.begin_turn(user("hi"))
+        assert ctx.compact() == Compaction(Rendered(BASE, (user("hi"),)), False)
 
     def test_begin_turn_takes_a_user_input(self):
         with pytest.raises(TypeError, match="begin_turn takes a UserInput, got AssistantMessage"):
-            FullContext(BASE).begin_turn(_reply())  # type: ignore[arg-type]
+            FullContext(BASE).begin_turn(reply("a"))  # type: ignore[arg-type]
 
     def test_transcript_and_rendered_are_snapshots(self):
         ctx = FullContext(BASE, _turns(1))
         seen, rendered = ctx.transcript, ctx.compact().rendered.messages
-        ctx.begin_turn(_user("more"))
+        ctx.begin_turn(user("more"))
         assert seen == rendered == tuple(_turns(1))
 
 
 class TestFullContext:
     def test_renders_the_whole_transcript_and_never_compacts(self):
         ctx = FullContext(BASE, _turns(2))
-        ctx.begin_turn(_user("new"))
+        ctx.begin_turn(user("new"))
         ctx.observe(Usage(10**9))
-        assert ctx.compact() == Compaction(Rendered(BASE, (*_turns(2), _user("new"))), False)
+        assert ctx.compact() == Compaction(Rendered(BASE, (*_turns(2), user("new"))), False)
 
     def test_abort_keeps_the_user_input_and_drops_the_tail(self):
         ctx = FullContext(BASE, _turns(1))
-        ctx.begin_turn(_user("new"))
-        ctx.append(_reply("x", _call()))
-        ctx.append(_results("r"))
+        ctx.begin_turn(user("new"))
+        ctx.append(reply("x", call("c1", "f")))
+        ctx.append(numbered_results("r", prefix="c"))
         ctx.abort_turn()
-        assert ctx.transcript == (*_turns(1), _user("new"))
+        assert ctx.transcript == (*_turns(1), user("new"))
 
     def test_commit_keeps_the_turn(self):
         ctx = FullContext(BASE)
-        ctx.begin_turn(_user("a"))
-        ctx.append(_reply("b"))
+        ctx.begin_turn(user("a"))
+        ctx.append(reply("b"))
         ctx.commit_turn()
-        assert ctx.transcript == (_user("a"), _reply("b"))
-        ctx.begin_turn(_user("c"))
+        assert ctx.transcript == (user("a"), reply("b"))
+        ctx.begin_turn(user("c"))
         ctx.abort_turn()
-        assert ctx.transcript == (_user("a"), _reply("b"), _user("c"))
+        assert ctx.transcript == (user("a"), reply("b"), user("c"))
 
     def test_the_initial_list_is_not_shared(self):
         initial = _turns(1)
         ctx = FullContext(BASE, initial)
-        ctx.begin_turn(_user())
+        ctx.begin_turn(user("q"))
         assert initial == _turns(1)
 
 
 class TestWindowedContext:
     def test_harpes_budget_is_24000_chars(self):
         assert WindowedContext(BASE).max_chars == 24_000
-        big = [_user("x" * 12_000), _reply("y" * 12_000), _user("z")]
+        big = [user("x" * 12_000), reply("y" * 12_000), user("z")]
         ctx = WindowedContext(BASE, big)
-        assert ctx.compact().rendered.messages == (_user("z"),)
+        assert ctx.compact().rendered.messages == (user("z"),)
 
     def test_renders_a_window_but_stores_everything(self):
         ctx = WindowedContext(BASE, _turns(5), max_chars=16)
-        ctx.begin_turn(_user("new1"))
+        ctx.begin_turn(user("new1"))
         c = ctx.compact()
-        assert c == Compaction(Rendered(BASE, (*_turns(5)[8:], _user("new1"))), False)
-        assert ctx.transcript == (*_turns(5), _user("new1"))
+        assert c == Compaction(Rendered(BASE, (*_turns(5)[8:], user("new1"))), False)
+        assert ctx.transcript == (*_turns(5), user("new1"))
 
     def test_abort_keeps_the_user_input(self):
         ctx = WindowedContext(BASE, _turns(1), max_chars=8)
-        ctx.begin_turn(_user("new"))
-        ctx.append(_reply("x"))
+        ctx.begin_turn(user("new"))
+        ctx.append(reply("x"))
         ctx.abort_turn()
-        assert ctx.transcript == (*_turns(1), _user("new"))
+        assert ctx.transcript == (*_turns(1), user("new"))
 
 
 class TestTurnContext:
     def test_only_the_current_turn_is_sent(self):
         ctx = TurnContext(BASE)
-        ctx.begin_turn(_user("one"))
-        ctx.append(_reply("r1"))
+        ctx.begin_turn(user("one"))
+        ctx.append(reply("r1"))
         ctx.commit_turn()
-        ctx.begin_turn(_user("two"))
-        ctx.append(_reply("x", _call()))
-        ctx.append(_results("r"))
-        assert ctx.compact() == Compaction(Rendered(BASE, (_user("two"), _reply("x", _call()), _results("r"))), False)
+        ctx.begin_turn(user("two"))
+        ctx.append(reply("x", call("c1", "f")))
+        ctx.append(numbered_results("r", prefix="c"))
+        assert ctx.compact() == Compaction(Rendered(BASE,
+                                                    (user("two"), reply("x", call("c1", "f")),
+                                                     numbered_results("r", prefix="c"))), False)
 
     @pytest.mark.parametrize("end", ["commit_turn", "abort_turn"])
     def test_commit_and_abort_both_forget_the_turn(self, end):
         ctx = TurnContext(BASE)
-        ctx.begin_turn(_user("one"))
-        ctx.append(_reply())
+        ctx.begin_turn(user("one"))
+        ctx.append(reply("a"))
         getattr(ctx, end)()
         assert ctx.compact().rendered.messages == ()
 
@@ -385,17 +371,17 @@ class TestSummarizingPinnedScenario:
         distill, events = _Distill("ask1-ask3 happened"), []
         ctx = _summarizing(distill=distill, events=events)
         for i, tokens in enumerate([8, 16, 24, 30, 40], start=1):
-            ctx.begin_turn(_user(f"ask{i}"))
+            ctx.begin_turn(user(f"ask{i}"))
             assert ctx.compact().compacted is False, "30 is not over high water 30"
             ctx.observe(Usage(tokens))
-            ctx.append(_reply(f"ans{i}"))
+            ctx.append(reply(f"ans{i}"))
             ctx.commit_turn()
         assert len(distill.requests) == 0, "40 tokens were observed only after the last request"
-        ctx.begin_turn(_user("ask6"))
+        ctx.begin_turn(user("ask6"))
         c = ctx.compact()
         # the new turn joins the kept window: ask4..ask5 and ask6 are 20 > 16, so ask4 goes too
         assert c.compacted and events == [ContextCompacted(8)]
-        assert c.rendered.messages == (*_turns(5)[8:], _user("ask6"))
+        assert c.rendered.messages == (*_turns(5)[8:], user("ask6"))
         assert distill.requests[0].messages[0].text == (
             "Conversation excerpt to summarize:\n\n"
             "User: ask1\nAgent: ans1\nUser: ask2\nAgent: ans2\n"
@@ -419,7 +405,7 @@ class TestSummarizingContext:
 
     def test_a_single_oversized_turn_is_not_distilled(self):
         distill = _Distill()
-        ctx = _summarizing([_user("x" * 100), _reply("y" * 100)], distill=distill)
+        ctx = _summarizing([user("x" * 100), reply("y" * 100)], distill=distill)
         ctx.observe(Usage(1000))
         assert ctx.compact().compacted is False and distill.requests == []
 
@@ -437,8 +423,8 @@ class TestSummarizingContext:
         ctx.observe(Usage(40))
         ctx.compact()
         for i in (6, 7):
-            ctx.begin_turn(_user(f"ask{i}"))
-            ctx.append(_reply(f"ans{i}"))
+            ctx.begin_turn(user(f"ask{i}"))
+            ctx.append(reply(f"ans{i}"))
             ctx.commit_turn()
         ctx.observe(Usage(31))
         c = ctx.compact()
@@ -449,8 +435,9 @@ class TestSummarizingContext:
         )
 
     def test_request_lists_tool_calls_and_results(self):
-        dropped = [_user("go"), _reply("", _call("c1", "grep"), _call("c2", "cat")), _results("hit", "body"),
-                   _reply("done")]
+        dropped = [user("go"), reply("", call("c1", "grep"), call("c2", "cat")),
+                   numbered_results("hit", "body", prefix="c"),
+                   reply("done")]
         assert distill_request(dropped, "") == (
             "Conversation excerpt to summarize:\n\nUser: go\nAgent: [called tool grep]\n"
             "Agent: [called tool cat]\n[tool result] hit\n[tool result] body\nAgent: done\n"
@@ -464,8 +451,8 @@ class TestSummarizingContext:
         c = ctx.compact()
         assert c == Compaction(Rendered(BASE, tuple(_turns(5)[6:])), True)
         for i in (6, 7, 8):
-            ctx.begin_turn(_user(f"ask{i}"))
-            ctx.append(_reply(f"ans{i}"))
+            ctx.begin_turn(user(f"ask{i}"))
+            ctx.append(reply(f"ans{i}"))
             ctx.commit_turn()
         ctx.compact()  # still 40 observed: compacts again, built as a first summary
         assert distill.requests[1].messages[0].text.startswith("Conversation excerpt to summarize:\n\nUser: ask4")
@@ -502,16 +489,16 @@ class TestSummarizingAbort:
         distill, events = _Distill("S"), []
         ctx = _summarizing(_turns(5), distill=distill, events=events)
         ctx.observe(Usage(10))
-        ctx.begin_turn(_user("ask6"))
+        ctx.begin_turn(user("ask6"))
         ctx.compact()
         ctx.observe(Usage(40))
-        ctx.append(_reply("look", _call()))
-        ctx.append(_results("r"))
+        ctx.append(reply("look", call("c1", "f")))
+        ctx.append(numbered_results("r", prefix="c"))
         assert ctx.compact().compacted and ctx.summary == "S"
         ctx.abort_turn()
-        assert ctx.transcript == (*_turns(5), _user("ask6"))
+        assert ctx.transcript == (*_turns(5), user("ask6"))
         assert ctx.summary == ""
-        assert ctx.compact() == Compaction(Rendered(BASE, (*_turns(5), _user("ask6"))), False)
+        assert ctx.compact() == Compaction(Rendered(BASE, (*_turns(5), user("ask6"))), False)
         # the restored observation (10) is below high water: nothing is distilled again
         assert len(distill.requests) == 1
 
@@ -521,13 +508,13 @@ class TestSummarizingAbort:
         ctx.observe(Usage(40))
         ctx.compact()
         ctx.observe(Usage(5))
-        ctx.begin_turn(_user("ask6"))
+        ctx.begin_turn(user("ask6"))
         ctx.observe(Usage(99))
-        ctx.append(_reply("x" * 50))
+        ctx.append(reply("x" * 50))
         assert ctx.compact().compacted and ctx.summary == "S2"
         ctx.abort_turn()
         assert ctx.summary == "S1"
-        assert ctx.transcript == (*_turns(5)[6:], _user("ask6"))
+        assert ctx.transcript == (*_turns(5)[6:], user("ask6"))
 
 
 class TestConfiguration:
@@ -616,15 +603,15 @@ class TestOneLifecycle:
     @pytest.mark.parametrize("make", [FullContext, lambda b: _summarizing()])
     def test_a_request_after_an_abort_promises_nothing(self, make):
         ctx = make(BASE)
-        ctx.begin_turn(_user("one"))
+        ctx.begin_turn(user("one"))
         ctx.compact()
-        ctx.append(_reply("x", _call()))
-        ctx.append(_results("r"))
+        ctx.append(reply("x", call("c1", "f")))
+        ctx.append(numbered_results("r", prefix="c"))
         assert ctx.compact().edits == ()  # the previous request and what was appended since
         ctx.abort_turn()
-        ctx.begin_turn(_user("two"))
+        ctx.begin_turn(user("two"))
         assert ctx.compact().edits is None
-        ctx.append(_reply("y"))
+        ctx.append(reply("y"))
         assert ctx.compact().edits == ()
 
 

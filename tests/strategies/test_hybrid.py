@@ -9,18 +9,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests._support.editing import (
-    drive,
-    round_numbers,
-    tool_session,
-    SYSTEM,
-    assert_pairs_by_ids,
-    conversations,
-    real_params,
-    reply,
-    round_trip,
-    user,
-)
 from harpe_lab import datasets
 from harpe_lab.errors import StrategyError
 from harpe_lab.messages import AssistantMessage, ToolResults
@@ -29,6 +17,8 @@ from harpe_lab.replay import replay
 from harpe_lab.strategies.hybrid import CHECKPOINT_SYSTEM, Hybrid, checkpoint_text
 from harpe_lab.strategies.masking import LastNObservations
 from harpe_lab.tokens import BytesCounter
+from tests._support.builders import reply, round_trip, tool_session, user
+from tests._support.editing import SYSTEM, assert_pairs_by_ids, conversations, drive, real_params, round_numbers
 
 
 class Scripted:

@@ -32,32 +32,15 @@ from harpe_lab.strategies.laser import (
     message_text,
 )
 from harpe_lab.tokens import ApproxCounter
-
-# --- tiny builders ------------------------------------------------------------------------
-
-
-def _user(text: str = "hi") -> UserInput:
-    return UserInput(text)
-
-
-def _reply(text: str = "ok", *calls: ToolCall) -> AssistantMessage:
-    return AssistantMessage(text, calls)
-
-
-def _call(id: str, name: str = "lookup", **input: object) -> ToolCall:
-    return ToolCall(id, name, input)
-
-
-def _results(*ids: str, content: str = "r", success: bool = True) -> ToolResults:
-    return ToolResults(tuple(ToolResult(i, content, success=success) for i in ids))
+from tests._support.builders import call, reply, results_for, user
 
 
 def _remember(id: str, key: object, value: object) -> AssistantMessage:
-    return _reply("", ToolCall(id, "remember", {"key": key, "value": value}))
+    return reply("", ToolCall(id, "remember", {"key": key, "value": value}))
 
 
 def _numbered(n: int) -> list[UserInput]:
-    return [_user(f"m{i}") for i in range(n)]
+    return [user(f"m{i}") for i in range(n)]
 
 
 # --- validation ---------------------------------------------------------------------------
@@ -107,7 +90,7 @@ class TestValidation:
         same = Chain((LastN(20), TokenBudget(4000)))
         assert chain == same and hash(chain) == hash(same)
         budget = TokenBudget(10)
-        budget([_user("warm the memo")])
+        budget([user("warm the memo")])
         assert pickle.loads(pickle.dumps(budget)) == budget
 
 
@@ -122,16 +105,16 @@ class TestLastN:
         assert LastN(10)(msgs) == tuple(msgs) and LastN(1)([]) == ()
 
     def test_drops_tool_results_whose_call_was_cut_off(self):
-        msgs = [_user("q"), _reply("", _call("a")), _results("a"), _reply("done")]
+        msgs = [user("q"), reply("", call("a", "lookup")), results_for("a", content="r"), reply("done")]
         assert LastN(2)(msgs) == (msgs[3],)
         assert LastN(3)(msgs) == tuple(msgs[1:])
 
     def test_reaches_back_to_the_call_when_only_results_are_left(self):
-        msgs = [_user("q"), _reply("", _call("a", ), _call("b")), _results("a", "b")]
+        msgs = [user("q"), reply("", call("a", "lookup", ), call("b", "lookup")), results_for("a", "b", content="r")]
         assert LastN(1)(msgs) == tuple(msgs[1:])
 
     def test_twice_changes_nothing_and_input_is_untouched(self):
-        msgs = [_user("q"), _reply("", _call("a")), _results("a"), _user("q2"), _reply("x")]
+        msgs = [user("q"), reply("", call("a", "lookup")), results_for("a", content="r"), user("q2"), reply("x")]
         copy = list(msgs)
         for n in range(1, 7):
             once = LastN(n)(msgs)
@@ -142,31 +125,31 @@ class TestLastN:
 class TestTokenBudget:
     @pytest.mark.parametrize("text", ["", "a", "abcd", "abcde", "é" * 3, "🙂", "naïve café 🙂🙂 " * 7])
     def test_estimate_is_ceil_utf8_bytes_over_4(self, text):
-        assert TokenBudget(10).estimate(_user(text)) == math.ceil(len(text.encode("utf-8")) / 4)
-        assert TokenBudget(10).estimate(_reply(text)) == math.ceil(len(text.encode("utf-8")) / 4)
+        assert TokenBudget(10).estimate(user(text)) == math.ceil(len(text.encode("utf-8")) / 4)
+        assert TokenBudget(10).estimate(reply(text)) == math.ceil(len(text.encode("utf-8")) / 4)
 
     def test_the_estimated_text_of_calls_and_results(self):
-        reply = _reply("Checking.", _call("a", q="é"), _call("b", "fetch"))
-        assert message_text(reply) == 'Checking.\nlookup({"q": "é"})\nfetch({})'
-        assert message_text(_reply("", _call("a"))) == "lookup({})"
-        assert message_text(_results("a", "b", content="data")) == "data\ndata"
-        assert TokenBudget(10).estimate(reply) == math.ceil(len(message_text(reply).encode()) / 4)
+        asked = reply("Checking.", call("a", "lookup", q="é"), call("b", "fetch"))
+        assert message_text(asked) == 'Checking.\nlookup({"q": "é"})\nfetch({})'
+        assert message_text(reply("", call("a", "lookup"))) == "lookup({})"
+        assert message_text(results_for("a", "b", content="data")) == "data\ndata"
+        assert TokenBudget(10).estimate(asked) == math.ceil(len(message_text(asked).encode()) / 4)
 
     def test_another_estimator(self):
-        assert TokenBudget(10, estimator=ApproxCounter(2)).estimate(_user("abcde")) == 3
+        assert TokenBudget(10, estimator=ApproxCounter(2)).estimate(user("abcde")) == 3
 
     def test_stops_at_the_first_message_that_does_not_fit(self):
-        msgs = [_user("a" * 4), _user("b" * 40), _user("c" * 8), _user("d" * 8)]  # 1, 10, 2, 2
+        msgs = [user("a" * 4), user("b" * 40), user("c" * 8), user("d" * 8)]  # 1, 10, 2, 2
         assert TokenBudget(4)(msgs) == tuple(msgs[2:])
         assert TokenBudget(14)(msgs) == tuple(msgs[1:])
         assert TokenBudget(15)(msgs) == tuple(msgs)
 
     def test_always_keeps_the_newest_message(self):
-        msgs = [_user("small"), _user("x" * 400)]
+        msgs = [user("small"), user("x" * 400)]
         assert TokenBudget(1)(msgs) == (msgs[1],)
 
     def test_twice_changes_nothing(self):
-        msgs = [_user("q" * 30), _reply("", _call("a")), _results("a", content="z" * 50), _reply("w" * 20)]
+        msgs = [user("q" * 30), reply("", call("a", "lookup")), results_for("a", content="z" * 50), reply("w" * 20)]
         for budget in (1, 5, 10, 20, 40, 100):
             once = TokenBudget(budget)(msgs)
             assert TokenBudget(budget)(once) == once
@@ -176,10 +159,10 @@ class TestChain:
     def _conversation(self):
         """30 plain messages: m0..m17 of 1000 bytes (250 tokens), m18 of 2001 bytes (501),
         m19 of 500 'é' (1000 bytes, 250), m20..m29 of 1200 bytes (300)."""
-        msgs = [_user(f"{i:02d}" + "a" * 998) for i in range(18)]
-        msgs.append(_reply("18" + "b" * 1999))
-        msgs.append(_user("é" * 500))
-        msgs.extend(_reply(f"{i:02d}" + "c" * 1198) for i in range(20, 30))
+        msgs = [user(f"{i:02d}" + "a" * 998) for i in range(18)]
+        msgs.append(reply("18" + "b" * 1999))
+        msgs.append(user("é" * 500))
+        msgs.extend(reply(f"{i:02d}" + "c" * 1198) for i in range(20, 30))
         return msgs
 
     def test_last_20_within_4000_tokens(self):
@@ -192,7 +175,7 @@ class TestChain:
 
     def test_a_tail_never_starts_with_orphan_results(self):
         msgs = self._conversation()
-        msgs[17] = _reply("17" + "a" * 998, _call("x"))
+        msgs[17] = reply("17" + "a" * 998, call("x", "lookup"))
         msgs[18] = ToolResults((ToolResult("x", "18" + "b" * 1999),))  # still 501 tokens
         out = Chain([LastN(20), TokenBudget(4000)])(msgs)
         assert out == tuple(msgs[19:])
@@ -207,13 +190,13 @@ class TestChain:
 def _transcripts(draw):
     msgs = []
     for t in range(draw(st.integers(0, 6))):
-        msgs.append(_user(f"u{t} " + "u" * draw(st.integers(0, 40))))
+        msgs.append(user(f"u{t} " + "u" * draw(st.integers(0, 40))))
         for r in range(draw(st.integers(0, 3))):
             ids = [f"t{t}r{r}c{k}" for k in range(draw(st.integers(1, 2)))]
-            msgs.append(_reply("r" * draw(st.integers(0, 20)), *[_call(i) for i in ids]))
-            msgs.append(_results(*ids, content="c" * draw(st.integers(0, 60))))
+            msgs.append(reply("r" * draw(st.integers(0, 20)), *[call(i, "lookup") for i in ids]))
+            msgs.append(results_for(*ids, content="c" * draw(st.integers(0, 60))))
         if draw(st.booleans()):
-            msgs.append(_reply(f"final {t}"))
+            msgs.append(reply(f"final {t}"))
     return msgs
 
 
@@ -257,12 +240,13 @@ class TestProperties:
 
 class TestBlock:
     def test_joins_the_text_of_the_last_messages(self):
-        msgs = [_user("first"), _reply("second", _call("a", q=1)), _results("a", content="third"), _user("fourth")]
+        msgs = [user("first"), reply("second", call("a", "lookup", q=1)), results_for("a", content="third"),
+                user("fourth")]
         assert block(msgs) == 'first\nsecond\nlookup({"q": 1})\nthird\nfourth'
         assert block(msgs, n=1) == "fourth"
 
     def test_within_a_token_budget(self):
-        msgs = [_user("a" * 40), _user("b" * 8), _user("c" * 8)]
+        msgs = [user("a" * 40), user("b" * 8), user("c" * 8)]
         assert block(msgs, token_budget=4) == "b" * 8 + "\n" + "c" * 8
 
     def test_validation(self):
@@ -272,7 +256,7 @@ class TestBlock:
 
 class TestAssemble:
     def test_records_what_the_model_received(self):
-        msgs = [_user("a" * 8), _reply("", _call("x")), _results("x", content="b" * 4), _reply("c" * 12)]
+        msgs = [user("a" * 8), reply("", call("x", "lookup")), results_for("x", content="b" * 4), reply("c" * 12)]
         out, manifest = assemble(msgs, LastN(3), ids=["0.0", "0.1", "0.2", "0.3"])
         assert out == tuple(msgs[1:])
         assert manifest == Manifest(
@@ -282,14 +266,14 @@ class TestAssemble:
         assert manifest.to_dict()["kept_ids"] == ["0.1", "0.2", "0.3"]
 
     def test_with_a_conversation(self):
-        conv = Conversation((Turn(_user("q1"), (_reply("a1"),)), Turn(_user("q2"), (_reply("a2"),))))
+        conv = Conversation((Turn(user("q1"), (reply("a1"),)), Turn(user("q2"), (reply("a2"),))))
         _, manifest = assemble(conv.messages(), LastN(2), ids=conv.message_ids())
         assert manifest.kept_ids == ("1.0", "1.1") and manifest.dropped_ids == ("0.0", "0.1")
 
     def test_a_policy_must_return_a_subsequence(self):
         msgs = _numbered(3)
         with pytest.raises(StrategyError, match="not one of its inputs, or out of order"):
-            assemble(msgs, lambda ms: [_user("m2")])  # equal but not the same message
+            assemble(msgs, lambda ms: [user("m2")])  # equal but not the same message
         with pytest.raises(StrategyError, match="out of order"):
             assemble(msgs, lambda ms: [ms[2], ms[0]])
         with pytest.raises(StrategyError, match="returned no messages for 3; a request cannot be empty"):
@@ -308,7 +292,7 @@ def _texts(acc: list[str], m) -> list[str]:
 
 
 class TestFold:
-    msgs = [_user("a"), _user("CHECK 1"), _user("b"), _user("CHECK 2"), _user("c")]
+    msgs = [user("a"), user("CHECK 1"), user("b"), user("CHECK 2"), user("c")]
 
     @staticmethod
     def _is_check(m) -> bool:
@@ -348,37 +332,40 @@ class TestFold:
 class TestMemory:
     def test_the_latest_successful_value_wins(self):
         msgs = [
-            _user("I live in Lyon"),
+            user("I live in Lyon"),
             _remember("c1", "city", "Lyon"),
-            _results("c1"),
-            _user("I moved to Oslo"),
+            results_for("c1", content="r"),
+            user("I moved to Oslo"),
             _remember("c2", "city", "Oslo"),
-            _results("c2"),
+            results_for("c2", content="r"),
         ]
         memory = Memory.from_messages(msgs)
         assert memory.recall("city") == "Oslo" and len(memory) == 1 and "city" in memory
 
     def test_failed_and_unanswered_calls_record_nothing(self):
         msgs = [
-            _remember("c1", "city", "Lyon"), _results("c1"),
-            _remember("c2", "city", "Paris"), _results("c2", success=False),
+            _remember("c1", "city", "Lyon"), results_for("c1", content="r"),
+            _remember("c2", "city", "Paris"), results_for("c2", success=False, content="r"),
             _remember("c3", "pet", "cat"),
         ]  # fmt: skip
         memory = Memory.from_messages(msgs)
         assert dict(memory.facts) == {"city": "Lyon"} and dict(memory.pending) == {"c3": ("pet", "cat")}
 
     def test_malformed_calls_are_listed(self):
-        msgs = [_remember("c1", "", 1), _reply("", ToolCall("c2", "remember", ["city"])), _results("c1", "c2")]
+        msgs = [_remember("c1", "", 1), reply("", ToolCall("c2", "remember", ["city"])),
+                results_for("c1", "c2", content="r")]
         memory = Memory.from_messages(msgs)
         assert memory.skipped == ("c1", "c2") and len(memory) == 0
 
     def test_other_tools_and_a_custom_tool_name(self):
-        msgs = [_reply("", ToolCall("c1", "note", {"key": "k", "value": 1}), _call("c2")), _results("c1", "c2")]
+        msgs = [reply("", ToolCall("c1", "note", {"key": "k", "value": 1}), call("c2", "lookup")),
+                results_for("c1", "c2", content="r")]
         assert len(Memory.from_messages(msgs)) == 0
         assert Memory.from_messages(msgs, tool="note").recall("k") == 1
 
     def test_bounds(self):
-        msgs = [_remember("c1", "city", "Lyon"), _results("c1"), _remember("c2", "city", "Oslo"), _results("c2")]
+        msgs = [_remember("c1", "city", "Lyon"), results_for("c1", content="r"), _remember("c2", "city", "Oslo"),
+                results_for("c2", content="r")]
         assert Memory.from_messages(msgs, bound=UpTo(1)).recall("city") == "Lyon"
         assert Memory.from_messages(msgs, bound=Last(2)).recall("city") == "Oslo"
         assert fold(msgs, Memory(), Memory.step, bound=Whole()) == Memory.from_messages(msgs)
@@ -397,8 +384,9 @@ class TestMemory:
     def test_from_conversation(self):
         conv = Conversation(
             (
-                Turn(_user("remember my city"), (_remember("c1", "city", "Lyon"), _results("c1"), _reply("ok"))),
-                Turn(_user("what is it?"), (_reply("Lyon"),)),
+                Turn(user("remember my city"),
+                     (_remember("c1", "city", "Lyon"), results_for("c1", content="r"), reply("ok"))),
+                Turn(user("what is it?"), (reply("Lyon"),)),
             )
         )
         assert Memory.from_conversation(conv).recall("city") == "Lyon"
@@ -412,43 +400,43 @@ class TestMemory:
 class TestPolicyContext:
     def test_compacted_exactly_when_the_window_moves(self):
         ctx = PolicyContext("sys", LastN(3))
-        ctx.begin_turn(u := _user("q"))
+        ctx.begin_turn(u := user("q"))
         assert ctx.compact() == Compaction(Rendered("sys", (u,)), False)
-        ctx.append(r1 := _reply("", _call("a")))
-        ctx.append(t1 := _results("a"))
+        ctx.append(r1 := reply("", call("a", "lookup")))
+        ctx.append(t1 := results_for("a", content="r"))
         assert ctx.compact() == Compaction(Rendered("sys", (u, r1, t1)), False)
-        ctx.append(r2 := _reply("", _call("b")))
-        ctx.append(t2 := _results("b"))
+        ctx.append(r2 := reply("", call("b", "lookup")))
+        ctx.append(t2 := results_for("b", content="r"))
         # the last three start with t1, whose call is cut off: the window starts at r2
         assert ctx.compact() == Compaction(Rendered("sys", (r2, t2)), True)
-        ctx.append(r3 := _reply("", _call("c")))
-        ctx.append(t3 := _results("c"))
+        ctx.append(r3 := reply("", call("c", "lookup")))
+        ctx.append(t3 := results_for("c", content="r"))
         assert ctx.compact() == Compaction(Rendered("sys", (r3, t3)), True)
-        ctx.append(_reply("done"))
+        ctx.append(reply("done"))
         ctx.commit_turn()
-        ctx.begin_turn(v := _user("next"))
+        ctx.begin_turn(v := user("next"))
         assert ctx.compact().rendered.messages[-1] is v
 
     def test_abort_keeps_the_transcript_before_the_turn_plus_its_input(self):
-        ctx = PolicyContext("", LastN(50), initial=[h := _user("old")])
-        ctx.begin_turn(u := _user("q"))
-        ctx.append(_reply("", _call("a")))
+        ctx = PolicyContext("", LastN(50), initial=[h := user("old")])
+        ctx.begin_turn(u := user("q"))
+        ctx.append(reply("", call("a", "lookup")))
         ctx.compact()
         ctx.abort_turn()
         assert ctx.transcript == (h, u) and isinstance(ctx.transcript, tuple)
 
     def test_manifest_of_the_last_request(self):
         ctx = PolicyContext("", LastN(2), initial=_numbered(3))
-        ctx.begin_turn(_user("abcdefgh"))
+        ctx.begin_turn(user("abcdefgh"))
         ctx.compact()
         manifest = ctx.manifest(ids=["a", "b", "c", "d"])
         assert manifest.kept == (2, 3) and manifest.dropped_ids == ("a", "b") and manifest.estimated_tokens == 1 + 2
 
     def test_a_policy_must_keep_the_newest_message(self):
         ctx = PolicyContext("", lambda ms: ms[:1])
-        ctx.begin_turn(_user("a"))
+        ctx.begin_turn(user("a"))
         ctx.compact()
-        ctx.append(_reply("b"))
+        ctx.append(reply("b"))
         with pytest.raises(StrategyError, match="dropped the newest message"):
             ctx.compact()
 
@@ -467,9 +455,9 @@ def _lifecycles(draw):
         steps = []
         for r in range(draw(st.integers(0, 3))):
             ids = [f"t{t}r{r}c{k}" for k in range(draw(st.integers(1, 2)))]
-            steps.append((_reply("r" * draw(st.integers(0, 30)), *[_call(i) for i in ids]),
-                          _results(*ids, content="c" * draw(st.integers(0, 90)))))
-        turns.append((_user(f"u{t} " + "u" * draw(st.integers(0, 50))), steps, draw(st.booleans()),
+            steps.append((reply("r" * draw(st.integers(0, 30)), *[call(i, "lookup") for i in ids]),
+                          results_for(*ids, content="c" * draw(st.integers(0, 90)))))
+        turns.append((user(f"u{t} " + "u" * draw(st.integers(0, 50))), steps, draw(st.booleans()),
                       draw(st.integers(0, 4)) == 0))
     return turns
 
@@ -503,10 +491,10 @@ class TestTailWindow:
             for ctx in (fast, plain):
                 ctx.begin_turn(user)
             assert fast.compact() == plain.compact()
-            for reply, results in rounds:
+            for asked, answered in rounds:
                 for ctx in (fast, plain):
-                    ctx.append(reply)
-                    ctx.append(results)
+                    ctx.append(asked)
+                    ctx.append(answered)
                 a, b = fast.compact(), plain.compact()
                 assert a == b and a.rendered.messages == policy(fast.transcript)
                 assert a.edits == b.edits, "the same promise to the engine"
@@ -516,7 +504,7 @@ class TestTailWindow:
                 continue
             if finishes:
                 for ctx in (fast, plain):
-                    ctx.append(_reply("done"))
+                    ctx.append(reply("done"))
             for ctx in (fast, plain):
                 ctx.commit_turn()
             assert fast.manifest() == dataclasses.replace(plain.manifest(), policy=repr(policy))
@@ -533,9 +521,9 @@ class TestInTheReplayEngine:
             messages = []
             for r in range(t % 4):
                 cid = f"c{t}-{r}"
-                messages += [_reply("", _call(cid)), _results(cid, content="z" * (30 * r + 10))]
-            messages.append(_reply(f"answer {t}"))
-            turns.append(Turn(_user(f"question {t}"), tuple(messages), "failed" if t == 9 else "answered"))
+                messages += [reply("", call(cid, "lookup")), results_for(cid, content="z" * (30 * r + 10))]
+            messages.append(reply(f"answer {t}"))
+            turns.append(Turn(user(f"question {t}"), tuple(messages), "failed" if t == 9 else "answered"))
         conversation = Conversation(tuple(turns))
         policy = Chain([LastN(6), TokenBudget(60)])
         result = replay(conversation, lambda: PolicyContext("sys", policy), counter=BytesCounter())

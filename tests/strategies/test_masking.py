@@ -8,20 +8,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests._support.editing import (
-    SYSTEM,
-    assert_an_edit,
-    assert_pairs_by_ids,
-    call,
-    check_replay,
-    conversations,
-    image,
-    real_params,
-    reply,
-    results,
-    round_trip,
-    user,
-)
 from harpe_lab import datasets
 from harpe_lab.conversation import Conversation, Turn
 from harpe_lab.errors import StrategyError
@@ -30,6 +16,8 @@ from harpe_lab.replay import replay
 from harpe_lab.strategies.editing import EditContext
 from harpe_lab.strategies.masking import COMPLEXITY_TRAP_N, LastNObservations, elided
 from harpe_lab.tokens import BytesCounter
+from tests._support.builders import call, image, reply, results, round_trip, user
+from tests._support.editing import SYSTEM, assert_an_edit, assert_pairs_by_ids, check_replay, conversations, real_params
 
 
 def _session(rounds: int, *, lines: int = 3) -> list:

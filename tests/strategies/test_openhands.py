@@ -9,23 +9,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests._support.editing import (
-    drive,
-    round_numbers,
-    tool_session,
-    SYSTEM,
-    assert_an_edit,
-    assert_pairs_by_ids,
-    call,
-    check_replay,
-    conversations,
-    image,
-    real_params,
-    reply,
-    results,
-    round_trip,
-    user,
-)
 from harpe_lab import datasets
 from harpe_lab.errors import StrategyError
 from harpe_lab.messages import ToolResult, ToolResults, UserInput
@@ -44,6 +27,9 @@ from harpe_lab.strategies.openhands import (
     truncate_content,
 )
 from harpe_lab.tokens import BytesCounter
+from tests._support.builders import call, image, reply, results, round_trip, tool_session, user
+from tests._support.editing import (SYSTEM, assert_an_edit, assert_pairs_by_ids, check_replay, conversations, drive,
+                                    real_params, round_numbers)
 
 _SLOW = settings(max_examples=25, deadline=None,
                  suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

@@ -28,11 +28,10 @@ from harpe_lab.strategies.orion import (
     summary_message,
 )
 from harpe_lab.tokens import REPLY_PRIMING, BytesCounter, ScaledCounter
+from tests._support.builders import call, reply, results_for, user
 
 C = BytesCounter()
 TOOLS = ({"type": "function", "function": {"name": "lookup", "parameters": {"type": "object"}}},)
-
-# --- tiny builders ------------------------------------------------------------------------
 
 
 def _text(tokens: int, tag: str = "") -> str:
@@ -42,25 +41,9 @@ def _text(tokens: int, tag: str = "") -> str:
     return (tag + "x" * body)[:body]
 
 
-def _user(tokens: int = 10, tag: str = "u", pinned: bool = False) -> UserInput:
-    return UserInput(_text(tokens, tag), pinned=pinned)
-
-
-def _reply(text: str = "done", *calls: ToolCall, pinned: bool = False) -> AssistantMessage:
-    return AssistantMessage(text, calls, pinned=pinned)
-
-
-def _call(id: str, name: str = "lookup", **input: object) -> ToolCall:
-    return ToolCall(id, name, input)
-
-
-def _results(*ids: str, content: str = "ok", pinned: bool = False) -> ToolResults:
-    return ToolResults(tuple(ToolResult(i, content) for i in ids), pinned=pinned)
-
-
 def _turns(*tokens: int, pinned: tuple[int, ...] = ()) -> list[UserInput]:
     """One single-message turn per size (distinct texts, so distinct messages)."""
-    return [_user(n, tag=f"t{i}-", pinned=i in pinned) for i, n in enumerate(tokens)]
+    return [user(_text(n, f"t{i}-"), pinned=i in pinned) for i, n in enumerate(tokens)]
 
 
 def _window(available: int, *, reserve: int = 0, system: str = "") -> SlidingWindow:
@@ -160,14 +143,15 @@ class TestSlidingSelection:
         assert _window(30).select(msgs).kept == (0, 3)
 
     def test_a_pin_on_a_reply_or_results_pins_the_whole_turn(self):
-        old = [_user(10, "old"), _reply("r", _call("a")), _results("a", pinned=True), _reply("fin")]
+        old = [user(_text(10, "old")), reply("r", call("a", "lookup")), results_for("a", pinned=True, content="ok"),
+               reply("fin")]
         msgs = old + _turns(50, 10)
         kept = _window(old_tokens(old) + 10).select(msgs).messages
         assert kept == tuple(old) + (msgs[-1],)
 
     def test_turns_are_kept_whole(self):
-        turn = [_user(10, "q"), _reply("", _call("a")), _results("a", content="x" * 40), _reply("ok")]
-        latest = _user(10, "latest")
+        turn = [user(_text(10, "q")), reply("", call("a", "lookup")), results_for("a", content="x" * 40), reply("ok")]
+        latest = user(_text(10, "latest"))
         msgs = turn + [latest]
         # one token short of the older turn: it goes whole, never its tail alone
         assert _window(old_tokens(turn) + 10 - 1).select(msgs).messages == (latest,)
@@ -184,13 +168,13 @@ class TestSlidingSelection:
         assert w.max_request_tokens == w.max_tokens - 100
 
     def test_a_leading_non_user_prefix_is_a_turn(self):
-        msgs = [_reply("orphan prefix"), *_turns(10, 10)]
+        msgs = [reply("orphan prefix"), *_turns(10, 10)]
         assert _window(20).select(msgs).kept == (1, 2)
         assert _window(100).select(msgs).kept == (0, 1, 2)
 
     def test_only_messages_are_accepted(self):
         with pytest.raises(TypeError, match="message 1 is not a harpe_lab message: {'role': 'user'"):
-            _window(100)([_user(10), {"role": "user", "content": "hi"}])
+            _window(100)([user(_text(10, "u")), {"role": "user", "content": "hi"}])
 
     def test_empty_history(self):
         assert _window(10).select([]).messages == ()
@@ -246,9 +230,9 @@ class TestBudgetError:
 
     def test_context_raises_and_keeps_its_state(self):
         ctx = OrionContext("", _window(30))
-        ctx.begin_turn(_user(10))
+        ctx.begin_turn(user(_text(10, "u")))
         ctx.compact()
-        ctx.append(_reply("x" * 200))
+        ctx.append(reply("x" * 200))
         with pytest.raises(BudgetError):
             ctx.compact()
         assert len(ctx.transcript) == 2
@@ -261,16 +245,16 @@ class TestOrionContext:
     def test_compacted_only_when_the_window_slides(self):
         events: list[object] = []
         ctx = OrionContext("", _window(40), on_event=events.append)
-        ctx.begin_turn(u := _user(10, "a"))
+        ctx.begin_turn(u := user(_text(10, "a")))
         first = ctx.compact()
         assert first == Compaction(Rendered("", (u,)), False)
-        ctx.append(r1 := _reply("", _call("c1")))
-        ctx.append(t1 := _results("c1", content="y" * 40))  # 3 + 10 tokens
+        ctx.append(r1 := reply("", call("c1", "lookup")))
+        ctx.append(t1 := results_for("c1", content="y" * 40))  # 3 + 10 tokens
         second = ctx.compact()
         assert second.compacted is False and second.rendered.messages == (u, r1, t1)
-        ctx.append(_reply("ok"))
+        ctx.append(reply("ok"))
         ctx.commit_turn()
-        ctx.begin_turn(v := _user(20, "b"))
+        ctx.begin_turn(v := user(_text(20, "b")))
         third = ctx.compact()  # the first turn (31 tokens) no longer fits beside 20
         assert third.compacted is True and third.rendered.messages == (v,)
         budgets = [e for e in events if isinstance(e, ContextBudget)]
@@ -286,42 +270,42 @@ class TestOrionContext:
 
     def test_abort_keeps_the_transcript_before_the_turn_plus_its_input(self):
         ctx = OrionContext("", _window(1000))
-        ctx.begin_turn(a := _user(10, "a"))
-        ctx.append(ra := _reply("answer"))
+        ctx.begin_turn(a := user(_text(10, "a")))
+        ctx.append(ra := reply("answer"))
         ctx.commit_turn()
-        ctx.begin_turn(b := _user(10, "b"))
-        ctx.append(_reply("", _call("c")))
-        ctx.append(_results("c"))
+        ctx.begin_turn(b := user(_text(10, "b")))
+        ctx.append(reply("", call("c", "lookup")))
+        ctx.append(results_for("c", content="ok"))
         ctx.compact()
         ctx.abort_turn()
         assert ctx.transcript == (a, ra, b)
-        ctx.begin_turn(c := _user(10, "c"))
+        ctx.begin_turn(c := user(_text(10, "c")))
         assert ctx.compact().rendered.messages == (a, ra, b, c)
 
     def test_a_request_that_goes_on_says_so(self):
         # the lifecycle's `Compaction.edits`: () when the request is the previous one plus the
         # messages appended since (the engine then compares nothing), else None
         ctx = OrionContext("", _window(1000))
-        ctx.begin_turn(u := _user(10, "a"))
+        ctx.begin_turn(u := user(_text(10, "a")))
         assert ctx.compact().edits == ()  # the empty request before it, plus the input
-        ctx.append(r := _reply("", _call("c")))
-        ctx.append(t := _results("c"))
+        ctx.append(r := reply("", call("c", "lookup")))
+        ctx.append(t := results_for("c", content="ok"))
         going = ctx.compact()
         assert going == Compaction(Rendered("", (u, r, t)), False) and going.edits == ()
         ctx.abort_turn()
-        ctx.begin_turn(_user(10, "b"))
+        ctx.begin_turn(user(_text(10, "b")))
         after = ctx.compact()  # the abort took back what the last request carried
         assert after.compacted and after.edits is None
 
     def test_never_hands_out_its_lists(self):
-        ctx = OrionContext("", _window(1000), initial=[_user(10)])
+        ctx = OrionContext("", _window(1000), initial=[user(_text(10, "u"))])
         assert isinstance(ctx.transcript, tuple)
         assert isinstance(ctx.compact().rendered.messages, tuple)
 
     def test_initial_messages_count_as_appended(self):
         history = _turns(10, 10)
         ctx = OrionContext("", _window(1000), initial=history)
-        ctx.begin_turn(u := _user(10, "now"))
+        ctx.begin_turn(u := user(_text(10, "now")))
         comp = ctx.compact()
         assert comp.compacted is False and comp.rendered.messages == (*history, u)
 
@@ -398,9 +382,9 @@ class TestOrionContextSummarizing:
     def _run(self, ctx: OrionContext, turns: int, size: int = 10):
         out = []
         for t in range(turns):
-            ctx.begin_turn(_user(size, f"turn{t}-"))
+            ctx.begin_turn(user(_text(size, f"turn{t}-")))
             out.append(ctx.compact())
-            ctx.append(_reply(f"answer {t}"))
+            ctx.append(reply(f"answer {t}"))
             ctx.commit_turn()
         return out
 
@@ -462,10 +446,10 @@ class TestOrionContextSummarizing:
         assert ctx.summary == "one"
         before = ctx.transcript
         d.answers = ["two"]
-        ctx.begin_turn(u := _user(10, "aborted"))
+        ctx.begin_turn(u := user(_text(10, "aborted")))
         ctx.compact()
-        ctx.append(_reply("", _call("c")))
-        ctx.append(_results("c", content="z" * 12))
+        ctx.append(reply("", call("c", "lookup")))
+        ctx.append(results_for("c", content="z" * 12))
         assert ctx.compact().compacted and ctx.summary == "two"
         ctx.abort_turn()
         assert ctx.summary == "one" and ctx.transcript == (*before, u)
@@ -681,7 +665,7 @@ class TestProperties:
     @settings(max_examples=150, deadline=None)
     @given(st.lists(st.tuples(st.integers(4, 60), st.booleans()), min_size=1, max_size=25), st.integers(4, 400))
     def test_pure_window_matches_the_rule_and_is_idempotent(self, turns, available):
-        msgs = [_user(n, f"{i}-", pinned=p) for i, (n, p) in enumerate(turns)]
+        msgs = [user(_text(n, f"{i}-"), pinned=p) for i, (n, p) in enumerate(turns)]
         w = _window(available)
         expected = _reference_window(msgs, "", (), w.max_request_tokens)
         if expected is None:
@@ -764,8 +748,9 @@ def _conversation(turns: int = 40):
         messages = []
         for r in range(t % 3):
             cid = f"c{t}-{r}"
-            messages += [_reply("", _call(cid, q=t)), _results(cid, content=f"result {t}.{r} " + "z" * (40 * r + 20))]
-        messages.append(_reply(f"answer {t} " + "a" * (t % 5 * 20)))
+            messages += [reply("", call(cid, "lookup", q=t)),
+                         results_for(cid, content=f"result {t}.{r} " + "z" * (40 * r + 20))]
+        messages.append(reply(f"answer {t} " + "a" * (t % 5 * 20)))
         outcome = "interrupted" if t % 11 == 7 else "answered"
         out.append(Turn(UserInput(f"question {t} " + "q" * 30, pinned=t == 2), tuple(messages), outcome))
     return Conversation(tuple(out), id="synthetic")

@@ -22,12 +22,12 @@ from typing import Any, Callable
 import pytest
 
 from harpe_lab import ApproxCounter
-from tests._support.data import DATA, bundled_conversations
 from harpe_lab.datasets import synthesize
 from harpe_lab.messages import Rendered
 from harpe_lab.presets import make_strategy
 from harpe_lab.replay import replay
 from harpe_lab.summarize import ExtractiveDistiller
+from tests._support.data import DATA, bundled_conversations
 
 PINNED = DATA / "extractive_outputs.json"
 PRESETS = ("summarizing", "summarize-window")

@@ -19,7 +19,6 @@ from typing import Any
 import pytest
 
 from harpe_lab import ApproxCounter
-from tests._support.data import bundled_conversations
 from harpe_lab.datasets import synthesize
 from harpe_lab.errors import BudgetError
 from harpe_lab.messages import Rendered, UserInput
@@ -27,6 +26,7 @@ from harpe_lab.presets import PRESETS, make_strategy
 from harpe_lab.replay import replay
 from harpe_lab.summarize import ExtractiveDistiller
 from harpe_lab.summarize._extractive import _WRITTEN, _parse_own_summary, _parse_request
+from tests._support.data import bundled_conversations
 
 DISTILLING = tuple(name for name, preset in PRESETS.items() if "distill" in preset.needs)
 

@@ -10,23 +10,13 @@ import sys
 import warnings
 
 import pytest
-from tests._support.openai_server import Reply
 
 from harpe_lab import ApproxCounter, StrategyError, SummarizingContext
 from harpe_lab.errors import ModelError
 from harpe_lab.strategies.harpe import DISTILL_SYSTEM, SUMMARY_HEADER, distill_request
 from harpe_lab.conversation import Conversation, RecordedCompaction, Turn
 from harpe_lab.evaluate import artifact_retention
-from harpe_lab.messages import (
-    AssistantMessage,
-    Attachment,
-    Rendered,
-    ToolCall,
-    ToolResult,
-    ToolResults,
-    Usage,
-    UserInput,
-)
+from harpe_lab.messages import AssistantMessage, Attachment, Rendered, Usage, UserInput
 from harpe_lab.replay import replay
 from harpe_lab.summarize import (
     ARTIFACT_CATEGORIES,
@@ -40,6 +30,8 @@ from harpe_lab.summarize import (
     messages_text,
 )
 from harpe_lab.models import default_cache_dir
+from tests._support.builders import call, chat, reply, results
+from tests._support.openai_server import Reply
 
 COUNTER = ApproxCounter()
 SECRET = "sk-test-SECRET-3f9c0a1b2c3d4e5f"
@@ -251,18 +243,6 @@ GIT_LOG = "\n".join(
 )
 
 
-def _call(cid: str, name: str, **input: object) -> AssistantMessage:
-    return AssistantMessage("", (ToolCall(cid, name, dict(input)),))
-
-
-def _said(text: str, cid: str, name: str, **input: object) -> AssistantMessage:
-    return AssistantMessage(text, (ToolCall(cid, name, dict(input)),))
-
-
-def _res(cid: str, content: str, ok: bool = True) -> ToolResults:
-    return ToolResults((ToolResult(cid, content, success=ok),))
-
-
 def coding_session() -> Conversation:
     """Three turns of an agent fixing a config bug, with file reads, test runs, a benchmark."""
     return Conversation(
@@ -272,14 +252,14 @@ def coding_session() -> Conversation:
                 "make load_settings() fall back to the defaults for a blank file, but it must not hide a "
                 "malformed one. The bug report is https://github.com/acme/acme/issues/311."
             ), (
-                _said("I'll look at the config loader and the server that calls it.", "toolu_01", "read_file",
-                      path="src/acme/config.py"),
-                _res("toolu_01", CONFIG_PY),
-                _call("toolu_02", "read_file", path="src/acme/server.py"),
-                _res("toolu_02", SERVER_PY),
-                _said("Let me run the config tests to see the current failure.", "toolu_03", "bash",
-                      command="pytest -q tests/test_config.py"),
-                _res("toolu_03", PYTEST_FAIL, ok=False),
+                reply("I'll look at the config loader and the server that calls it.",
+                      call("toolu_01", "read_file", path="src/acme/config.py")),
+                results(("toolu_01", CONFIG_PY)),
+                reply("", call("toolu_02", "read_file", path="src/acme/server.py")),
+                results(("toolu_02", SERVER_PY)),
+                reply("Let me run the config tests to see the current failure.",
+                      call("toolu_03", "bash", command="pytest -q tests/test_config.py")),
+                results(("toolu_03", PYTEST_FAIL), success=False),
                 AssistantMessage(
                     "The test fails with JSONDecodeError because json.load cannot parse an empty file. We "
                     "decided to treat a blank file as an empty object instead of catching every "
@@ -290,31 +270,34 @@ def coding_session() -> Conversation:
             Turn(UserInput(
                 "Sounds good. Keep cache_size at 256 MB by default, and run the whole suite with `pytest -q`."
             ), (
-                _said("Editing the loader.", "toolu_04", "edit_file", path="src/acme/config.py",
-                      old="data = json.load(f)", new="text = f.read()\n    data = json.loads(text) if text.strip() else {}"),
-                _res("toolu_04", "Edited src/acme/config.py: 1 replacement (lines 23-24)."),
-                _said("Running the suite.", "toolu_05", "bash", command="pytest -q"),
-                _res("toolu_05", PYTEST_PASS),
-                _said("Reading the loader back to check the edit.", "toolu_08", "read_file", path="src/acme/config.py"),
-                _res("toolu_08", CONFIG_PY.replace(
-                    "data = json.load(f)", "text = f.read()\n    data = json.loads(text) if text.strip() else {}")),
-                _call("toolu_09", "bash", command="pytest -v"),
-                _res("toolu_09", PYTEST_VERBOSE),
+                reply("Editing the loader.",
+                      call("toolu_04", "edit_file", path="src/acme/config.py", old="data = json.load(f)",
+                           new="text = f.read()\n    data = json.loads(text) if text.strip() else {}")),
+                results(("toolu_04", "Edited src/acme/config.py: 1 replacement (lines 23-24).")),
+                reply("Running the suite.", call("toolu_05", "bash", command="pytest -q")),
+                results(("toolu_05", PYTEST_PASS)),
+                reply("Reading the loader back to check the edit.",
+                      call("toolu_08", "read_file", path="src/acme/config.py")),
+                results(("toolu_08", CONFIG_PY.replace(
+                    "data = json.load(f)", "text = f.read()\n    data = json.loads(text) if text.strip() else {}"))),
+                reply("", call("toolu_09", "bash", command="pytest -v")),
+                results(("toolu_09", PYTEST_VERBOSE)),
                 AssistantMessage("All 15 tests pass in 0.91s. The default cache_size stays 256 MB."),
             )),
             Turn(UserInput(
                 "Check the server still answers /api/v1/items quickly: run "
                 "`wrk -t4 -c64 -d30s http://127.0.0.1:8080/api/v1/items` and show me `git log --oneline -4`."
             ), (
-                _said("First the performance notes, then the access log.", "toolu_10", "read_file",
-                      path="docs/performance.md"),
-                _res("toolu_10", PERFORMANCE_MD),
-                _call("toolu_11", "bash", command="tail -n 90 /var/log/acme/access.log"),
-                _res("toolu_11", ACCESS_LOG),
-                _said("Benchmarking.", "toolu_06", "bash", command="wrk -t4 -c64 -d30s http://127.0.0.1:8080/api/v1/items"),
-                _res("toolu_06", BENCH),
-                _call("toolu_07", "bash", command="git log --oneline -4"),
-                _res("toolu_07", GIT_LOG),
+                reply("First the performance notes, then the access log.",
+                      call("toolu_10", "read_file", path="docs/performance.md")),
+                results(("toolu_10", PERFORMANCE_MD)),
+                reply("", call("toolu_11", "bash", command="tail -n 90 /var/log/acme/access.log")),
+                results(("toolu_11", ACCESS_LOG)),
+                reply("Benchmarking.",
+                      call("toolu_06", "bash", command="wrk -t4 -c64 -d30s http://127.0.0.1:8080/api/v1/items")),
+                results(("toolu_06", BENCH)),
+                reply("", call("toolu_07", "bash", command="git log --oneline -4")),
+                results(("toolu_07", GIT_LOG)),
                 AssistantMessage(
                     "Throughput is 3471.30 requests/sec with 18.42ms average latency, in line with "
                     "docs/performance.md. Commit 9c1e2f3a holds the fix; I opened "
@@ -330,14 +313,6 @@ def coding_session() -> Conversation:
 def harpe_request(messages, summary: str = "") -> Rendered:
     """The request SummarizingContext sends its distiller."""
     return Rendered(DISTILL_SYSTEM, (UserInput(distill_request(messages, summary)),))
-
-
-def chat(n: int, size: int = 40) -> Conversation:
-    """``n`` answered turns of about ``2 * size`` characters."""
-    return Conversation(tuple(
-        Turn(UserInput(f"question {k}: " + "q" * size), (AssistantMessage(f"answer {k}: " + "a" * size),))
-        for k in range(n)
-    ), id="chat")  # fmt: skip
 
 
 def summarizing(distill, high: int = 60) -> SummarizingContext:
@@ -395,8 +370,8 @@ class TestMessagesText:
     def test_tool_call_commands_and_attachment_paths_count(self):
         msgs = [
             UserInput("see the log", (Attachment("app.log", 10, "text/plain", "/var/log/app.log"),)),
-            _call("c1", "bash", command="grep -n ERROR /var/log/app.log"),
-            _res("c1", "12: ERROR boom"),
+            reply("", call("c1", "bash", command="grep -n ERROR /var/log/app.log")),
+            results(("c1", "12: ERROR boom")),
         ]
         a = extract_artifacts(messages_text(msgs))
         assert "grep -n ERROR /var/log/app.log" in a["commands"]
@@ -466,7 +441,7 @@ class TestExtractiveDistiller:
             ExtractiveDistiller(max_chars=bad)
 
     def test_drives_a_summarizing_replay(self):
-        rp = replay(chat(8), lambda: summarizing(ExtractiveDistiller(max_chars=300)), counter=COUNTER)
+        rp = replay(chat(8, 40), lambda: summarizing(ExtractiveDistiller(max_chars=300)), counter=COUNTER)
         compactions = [e for e in rp.events if e.kind == "ContextCompacted"]
         assert compactions
         i = compactions[0].request
@@ -484,7 +459,7 @@ class TestRecordedDistiller:
         assert d.used == 2 and not d.exhausted
 
     def test_reads_a_conversations_compactions_in_turn_order(self):
-        conv = chat(3).with_(compactions=(
+        conv = chat(3, 40).with_(compactions=(
             RecordedCompaction(turn=2, summary="later"), RecordedCompaction(turn=1, summary=""),
             RecordedCompaction(turn=1, summary="earlier"),
         ))  # fmt: skip
@@ -492,7 +467,7 @@ class TestRecordedDistiller:
 
     def test_a_conversation_without_summaries_is_refused(self):
         with pytest.raises(StrategyError, match="no recorded compaction summary"):
-            RecordedDistiller(chat(2).with_(compactions=(RecordedCompaction(turn=1),)))
+            RecordedDistiller(chat(2, 40).with_(compactions=(RecordedCompaction(turn=1),)))
 
     def test_running_out_returns_none_and_reports_it(self):
         seen = []
@@ -512,7 +487,7 @@ class TestRecordedDistiller:
         d = RecordedDistiller(["the real summary"])
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            rp = replay(chat(10), lambda: summarizing(d), counter=COUNTER)
+            rp = replay(chat(10, 40), lambda: summarizing(d), counter=COUNTER)
         kinds = [e.kind for e in rp.events]
         # one warning for the whole replay, with the count, however often it ran out
         fallbacks = kinds.count("DistillFallback")
@@ -666,7 +641,7 @@ class TestLLMDistiller:
         openai_server.script(*[Reply.error(500)] * 20)
         d = llm(openai_server, tmp_path, on_error="skip")
         with pytest.warns(DistillFallbackWarning):
-            rp = replay(chat(6), lambda: summarizing(d), counter=COUNTER)
+            rp = replay(chat(6, 40), lambda: summarizing(d), counter=COUNTER)
         kinds = {e.kind for e in rp.events}
         assert "DistillFallback" in kinds and "ContextCompacted" not in kinds
         assert rp.requests["messages_dropped"].max() == 0
@@ -703,7 +678,7 @@ class TestLLMDistiller:
 
         openai_server.script(*[reply] * 50)
         d = llm(openai_server, tmp_path)
-        rp = replay(chat(10), lambda: summarizing(d), counter=COUNTER)
+        rp = replay(chat(10, 40), lambda: summarizing(d), counter=COUNTER)
         f = rp.requests
         n = int(f["distill_calls"].sum())
         assert n == openai_server.request_count >= 2

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Iterator
 
 import pytest
+
 from tests._support.data import ROOT
 
 pytestmark = pytest.mark.browser

@@ -13,26 +13,13 @@ import pytest  # noqa: E402
 
 from harpe_lab import plots  # noqa: E402
 from harpe_lab.strategies.harpe import FullContext, SummarizingContext, TurnContext  # noqa: E402
-from harpe_lab.conversation import Conversation, Turn  # noqa: E402
+from harpe_lab.conversation import Conversation  # noqa: E402
 from harpe_lab.errors import HarpeLabError  # noqa: E402
-from harpe_lab.messages import AssistantMessage, ToolCall, ToolResult, ToolResults, UserInput  # noqa: E402
 from harpe_lab.replay import replay  # noqa: E402
 from harpe_lab.tokens import ApproxCounter  # noqa: E402
+from tests._support.builders import reading_conversation  # noqa: E402
 
 COUNTER = ApproxCounter()
-
-
-def _turn(t: int, steps: int = 2, size: int = 400) -> Turn:
-    msgs = []
-    for s in range(steps):
-        msgs.append(AssistantMessage(f"step {s}", (ToolCall(f"c{t}.{s}", "read", {"path": f"f{s}"}),)))
-        msgs.append(ToolResults((ToolResult(f"c{t}.{s}", "x" * size),)))
-    msgs.append(AssistantMessage(f"done {t}"))
-    return Turn(UserInput(f"question {t}"), tuple(msgs))
-
-
-def _conversation(turns: int = 20, steps: int = 2, cid: str = "synthetic") -> Conversation:
-    return Conversation(tuple(_turn(t, steps) for t in range(turns)), id=cid)
 
 
 def _summarizing(conversation: Conversation, high: int = 1500, low_chars: int = 2000):
@@ -60,11 +47,11 @@ def _close_figures():
 class TestTokenUse:
     def test_returns_the_axes_it_drew_on(self):
         fig, ax = plt.subplots()
-        assert plots.plot_token_use(_full(_conversation(3)), ax=ax) is ax
-        assert isinstance(plots.plot_token_use(_full(_conversation(3))), matplotlib.axes.Axes)
+        assert plots.plot_token_use(_full(reading_conversation(3)), ax=ax) is ax
+        assert isinstance(plots.plot_token_use(_full(reading_conversation(3))), matplotlib.axes.Axes)
 
     def test_one_marker_per_compacted_request(self):
-        r = _summarizing(_conversation(20))
+        r = _summarizing(reading_conversation(20))
         frame = r.requests
         n = r.totals()["compactions"]
         assert n >= 3 and n == frame["compacted"].sum()  # the builder is sized to compact several times
@@ -76,14 +63,14 @@ class TestTokenUse:
         assert list(y) == list(frame["input_tokens"].iloc[expected])
 
     def test_one_marker_per_summary(self):
-        r = _summarizing(_conversation(20))
+        r = _summarizing(reading_conversation(20))
         frame = r.requests
         x = _by_gid(plots.plot_token_use(r), "summaries").get_xdata()
         assert len(x) == frame["summarized"].sum() == r.totals()["summaries"] > 0
         assert list(x) == list(frame.index[frame["summarized"]])
 
     def test_every_marker_has_a_legend_entry(self):
-        r = _summarizing(_conversation(20))
+        r = _summarizing(reading_conversation(20))
         ax = plots.plot_token_use(r)
         labels = [t.get_text() for t in ax.get_legend().get_texts()]
         assert {"compacted", "summary made", "high water"} <= set(labels)
@@ -93,7 +80,7 @@ class TestTokenUse:
     def test_the_limit_line_is_named_by_its_kind(self):
         from harpe_lab.presets import make_strategy
 
-        c = _conversation(10)
+        c = reading_conversation(10)
         for name, label in (("sliding", "budget"), ("windowed", "target"), ("summarizing", "high water")):
             r = replay(c, make_strategy(name, budget=1500, counter=COUNTER), counter=COUNTER, name=name)
             ax = plots.plot_token_use(r)
@@ -102,22 +89,22 @@ class TestTokenUse:
             plt.close(ax.figure)
 
     def test_no_markers_without_compaction(self):
-        line = _by_gid(plots.plot_token_use(_full(_conversation(5))), "compactions")
+        line = _by_gid(plots.plot_token_use(_full(reading_conversation(5))), "compactions")
         assert len(line.get_xdata()) == 0
 
     def test_water_marks_sit_at_the_given_values(self):
-        ax = plots.plot_token_use(_summarizing(_conversation(10)), high_water=1234, low_water=567)
+        ax = plots.plot_token_use(_summarizing(reading_conversation(10)), high_water=1234, low_water=567)
         assert list(_by_gid(ax, "high_water").get_ydata()) == [1234, 1234]
         assert list(_by_gid(ax, "low_water").get_ydata()) == [567, 567]
         assert _by_gid(ax, "high_water").get_visible() and _by_gid(ax, "low_water").get_visible()
 
     def test_high_water_defaults_to_the_strategys_mark(self):
-        ax = plots.plot_token_use(_summarizing(_conversation(10), high=1500))
+        ax = plots.plot_token_use(_summarizing(reading_conversation(10), high=1500))
         assert list(_by_gid(ax, "high_water").get_ydata()) == [1500, 1500]
         assert not _by_gid(ax, "low_water").get_visible()
 
     def test_bands_stack_to_the_input_tokens(self):
-        r = _summarizing(_conversation(10))
+        r = _summarizing(reading_conversation(10))
         ax = plots.plot_token_use(r)
         top = _by_gid(ax, "band:turn").get_paths()[0].vertices
         n = len(r)
@@ -126,7 +113,7 @@ class TestTokenUse:
         assert np.array_equal(tops, r.requests["input_tokens"].to_numpy(dtype=float))
 
     def test_overshoot_highlights_each_request_above_the_line(self):
-        r = _full(_conversation(10))
+        r = _full(reading_conversation(10))
         mark = int(r.requests["input_tokens"].median())
         ax = plots.plot_token_use(r, high_water=mark)
         segments = _by_gid(ax, "overshoot").get_segments()
@@ -135,7 +122,7 @@ class TestTokenUse:
         assert all(s[0][1] == mark and s[1][1] > mark for s in segments)
 
     def test_limit_near_the_data_is_a_line(self):
-        r = _full(_conversation(3))
+        r = _full(reading_conversation(3))
         top = r.requests["input_tokens"].max()
         ax = plots.plot_token_use(r, limit=int(top * 1.2))
         assert list(_by_gid(ax, "limit").get_ydata()) == [int(top * 1.2)] * 2 and _by_gid(ax, "limit").get_visible()
@@ -143,7 +130,7 @@ class TestTokenUse:
         assert not _by_gid(ax, "off_scale").get_visible()
 
     def test_y_axis_fits_the_data_with_a_far_limit(self):
-        r = _full(_conversation(3))
+        r = _full(reading_conversation(3))
         top = r.requests["input_tokens"].max()
         ax = plots.plot_token_use(r, limit=1_000_000, high_water=int(top * 40))
         low, high = ax.get_ylim()
@@ -158,20 +145,20 @@ class TestTokenUse:
         from harpe_lab.models._litellm import litellm
 
         expected = litellm().model_cost["gpt-4o"]["max_input_tokens"]
-        ax = plots.plot_token_use(_full(_conversation(3)), limit="openai/gpt-4o")
+        ax = plots.plot_token_use(_full(reading_conversation(3)), limit="openai/gpt-4o")
         assert list(_by_gid(ax, "limit").get_ydata()) == [expected, expected]
         assert f"{expected:,}" in _by_gid(ax, "off_scale").get_text()  # far above three small turns
 
     def test_unknown_model_names_its_neighbours(self):
         with pytest.raises(HarpeLabError, match=r"`limit` must be .* 'gpt-4o-nonexistent' was passed; similar names: .*gpt-4o"):
-            plots.plot_token_use(_full(_conversation(3)), limit="gpt-4o-nonexistent")
+            plots.plot_token_use(_full(reading_conversation(3)), limit="gpt-4o-nonexistent")
 
     def test_rejects_what_is_not_a_replay(self):
         with pytest.raises(HarpeLabError, match="`replay` must be a harpe_lab Replay.*DataFrame was passed"):
             plots.plot_token_use(pd.DataFrame())
 
     def test_dollar_in_an_id_is_shown_literally(self):
-        ax = plots.plot_token_use(_full(_conversation(3, cid="cost $5 vs $6")))
+        ax = plots.plot_token_use(_full(reading_conversation(3, cid="cost $5 vs $6")))
         ax.figure.canvas.draw()  # mathtext would fail or eat the dollars
         assert "$5" in ax.get_title().replace("\\$", "$")
 
@@ -180,11 +167,11 @@ class TestTokenUse:
         with pytest.raises(HarpeLabError, match=r"`legend` must be one of \['outside', 'inside', None\], but 'left' was passed."):
             plots.TokenUsePlot(ax, legend="left")
         view = plots.TokenUsePlot(ax, legend=None)
-        view.update(_full(_conversation(3)))
+        view.update(_full(reading_conversation(3)))
         assert ax.get_legend() is None
 
     def test_compactions_come_from_the_compacted_column_not_from_events(self):
-        r = replay(_conversation(9), lambda: TurnContext("sys"), counter=COUNTER)
+        r = replay(reading_conversation(9), lambda: TurnContext("sys"), counter=COUNTER)
         expected = list(r.requests.index[r.requests["compacted"]])
         assert len(expected) == 8 and not r.events  # every turn start but the first cuts; no event says so
         assert plots.compaction_requests(r) == expected
@@ -193,16 +180,16 @@ class TestTokenUse:
     def test_update_reuses_its_artists(self):
         fig, ax = plt.subplots()
         view = plots.TokenUsePlot(ax)
-        view.update(_summarizing(_conversation(20), high=1500))
+        view.update(_summarizing(reading_conversation(20), high=1500))
         before = list(ax.get_children())
-        view.update(_summarizing(_conversation(20), high=2500), high_water=2500)
+        view.update(_summarizing(reading_conversation(20), high=2500), high_water=2500)
         assert [id(a) for a in ax.get_children() if a.get_gid()] == [id(a) for a in before if a.get_gid()]
         assert list(view.high.get_ydata()) == [2500, 2500]
 
     def test_update_of_the_same_replay_follows_the_cursor_and_new_marks(self):
         fig, ax = plt.subplots()
         view = plots.TokenUsePlot(ax)
-        r = _summarizing(_conversation(20), high=1500)
+        r = _summarizing(reading_conversation(20), high=1500)
         view.update(r, cursor=3)
         view.update(r, cursor=5)
         assert view.cursor.get_visible() and list(view.cursor.get_xdata()) == [5, 5]
@@ -225,7 +212,7 @@ class TestRecordedCompactions:
     """What the recording's own agent did, drawn beside what the replayed strategy did."""
 
     def test_a_marker_between_the_requests_at_the_tokens_it_compacted_at(self):
-        r = _full(_conversation(10))
+        r = _full(reading_conversation(10))
         ax = plots.plot_token_use(r, recorded=_points((12, 2_500), (20, None)))
         x, y = _by_gid(ax, "recorded_compactions").get_data()
         assert list(x) == [11.5, 19.5]
@@ -237,7 +224,7 @@ class TestRecordedCompactions:
         assert "recorded compaction" in labels and "compacted" not in labels
 
     def test_a_recorded_size_above_the_replay_stays_on_the_plot(self):
-        r = _full(_conversation(10))
+        r = _full(reading_conversation(10))
         peak = float(r.requests["input_tokens"].max())
         ax = plots.plot_token_use(r, recorded=_points((5, int(peak * 1.4))))
         assert ax.get_ylim()[1] >= peak * 1.4
@@ -246,7 +233,7 @@ class TestRecordedCompactions:
         from harpe_lab.conversation import RecordedCompaction
         from harpe_lab.recorded import recorded
 
-        c = _conversation(10)
+        c = reading_conversation(10)
         c = type(c)(c.turns, id=c.id, compactions=(RecordedCompaction(turn=4, pre_tokens=1_234),))
         rec = recorded(c)
         (point,) = rec.compactions
@@ -255,7 +242,7 @@ class TestRecordedCompactions:
         assert point.request == r.turn_requests(4).start and list(x) == [point.request - 0.5] and list(y) == [1_234]
 
     def test_compactions_after_the_replay_and_none_draw_nothing(self):
-        r = _full(_conversation(3))
+        r = _full(reading_conversation(3))
         for recorded in (None, (), _points((len(r) + 5, 900))):
             ax = plots.plot_token_use(r, recorded=recorded)
             assert len(_by_gid(ax, "recorded_compactions").get_xdata()) == 0
@@ -263,7 +250,7 @@ class TestRecordedCompactions:
             plt.close("all")
 
     def test_what_is_not_a_recording_is_refused(self):
-        r = _full(_conversation(3))
+        r = _full(reading_conversation(3))
         with pytest.raises(HarpeLabError, match="`recorded` must be a harpe_lab.recorded.Recorded or a sequence"):
             plots.plot_token_use(r, recorded=12)
         with pytest.raises(HarpeLabError, match="`recorded` must hold harpe_lab.recorded.RecordedPoint items, but int"):
@@ -272,7 +259,7 @@ class TestRecordedCompactions:
     def test_an_update_with_other_recorded_points_redraws_them(self):
         fig, ax = plt.subplots()
         view = plots.TokenUsePlot(ax)
-        r = _full(_conversation(10))
+        r = _full(reading_conversation(10))
         view.update(r, recorded=_points((4, 1_000)), cursor=1)
         view.update(r, recorded=_points((6, 1_000)), cursor=1)
         assert list(view.recorded.get_xdata()) == [5.5]
@@ -280,7 +267,7 @@ class TestRecordedCompactions:
 
 class TestStrategies:
     def test_one_line_per_replay_labelled(self):
-        c = _conversation(10)
+        c = reading_conversation(10)
         ax = plots.plot_strategies({"full": _full(c), "summarizing": _summarizing(c)})
         assert plots.plot_strategies([_full(c)]) is not None
         lines = {l.get_gid(): l for l in ax.get_lines()}
@@ -292,14 +279,14 @@ class TestStrategies:
         assert "compactions:full" not in lines
 
     def test_markers_and_limit_have_legend_entries(self):
-        c = _conversation(10)
+        c = reading_conversation(10)
         r = _summarizing(c)
         ax = plots.plot_strategies({"full": _full(c), "summarizing": r}, limit=int(r.requests["input_tokens"].max()))
         labels = [t.get_text() for t in ax.get_legend().get_texts()]
         assert labels == ["full", "summarizing", "budget", "compacted", "summary made"]
 
     def test_a_far_limit_is_named_not_drawn(self):
-        c = _conversation(5)
+        c = reading_conversation(5)
         full = _full(c)
         ax = plots.plot_strategies([full], limit=500_000)
         assert ax.get_ylim()[1] <= 1.1 * full.requests["input_tokens"].max()
@@ -351,7 +338,7 @@ class TestSweep:
 
 class TestContextMap:
     def test_image_has_a_cell_per_request_and_message(self):
-        c = _conversation(12)
+        c = reading_conversation(12)
         r = _summarizing(c)
         ax = plots.plot_context_map(r)
         (image,) = ax.get_images()
@@ -359,7 +346,7 @@ class TestContextMap:
         assert grid.shape == (len(r), len(c.message_ids()))
 
     def test_cells_match_kept(self):
-        c = _conversation(12)
+        c = reading_conversation(12)
         r = _summarizing(c)
         grid = plots.plot_context_map(r).get_images()[0].get_array()
         code = {"sent": 1, "summarized": 2, "dropped": 3}
@@ -372,7 +359,7 @@ class TestContextMap:
 
     def test_a_thousand_requests_draw_as_one_image(self):
         # one image, not a patch per cell: what keeps it fast (timed in benchmarks/widgets.py)
-        r = _summarizing(_conversation(200, steps=4), high=3000, low_chars=4000)
+        r = _summarizing(reading_conversation(200, steps=4), high=3000, low_chars=4000)
         assert len(r) == 1000
         ax = plots.plot_context_map(r)
         ax.figure.canvas.draw()
@@ -380,7 +367,7 @@ class TestContextMap:
 
 
 def test_strategy_colours_can_be_fixed():
-    c = _conversation(5)
+    c = reading_conversation(5)
     ax = plots.plot_strategies({"b": _full(c)}, colors={"a": "C0", "b": "C1"})
     from matplotlib.colors import to_hex
 

@@ -11,8 +11,8 @@ import string
 
 import pytest
 
-from tests._support.data import REAL_DATA
 from harpe_lab.cli import main
+from tests._support.data import REAL_DATA
 
 SESSION = REAL_DATA / "claude_code" / "short.jsonl"
 LARGE = REAL_DATA / "claude_code" / "4d5611e5-241a-462a-8d15-5122611a9569.jsonl"

@@ -26,6 +26,7 @@ from harpe_lab.report import format_value  # noqa: E402
 from harpe_lab.tokens import ApproxCounter, ScaledCounter, TiktokenCounter  # noqa: E402
 from harpe_lab.widgets import Compare, Explorer, render_request_html  # noqa: E402
 from harpe_lab.widgets._render import _shown_text  # noqa: E402
+from tests._support.builders import reading_conversation, reading_turn  # noqa: E402
 
 SCRIPT = "<script>window.__pwned=1</script>"
 IMG = '<img src=x onerror="window.__pwned=2">'
@@ -33,19 +34,6 @@ COUNTER = ApproxCounter()
 """The counter of the tests about sliders, steps and errors, which size conversations of
 repeated characters (a tokenizer would count them as few tokens); the default measure has
 tests of its own (`TestMeasure`)."""
-
-
-def _turn(t: int, steps: int = 2, size: int = 400, text: str | None = None) -> Turn:
-    msgs = []
-    for s in range(steps):
-        msgs.append(AssistantMessage(f"step {s}", (ToolCall(f"c{t}.{s}", "read", {"path": f"f{s}"}),)))
-        msgs.append(ToolResults((ToolResult(f"c{t}.{s}", "x" * size),)))
-    msgs.append(AssistantMessage(f"done {t}"))
-    return Turn(UserInput(text or f"question {t}"), tuple(msgs))
-
-
-def _conversation(turns: int = 30, cid: str = "synthetic") -> Conversation:
-    return Conversation(tuple(_turn(t) for t in range(turns)), id=cid)
 
 
 def _summary(rendered) -> str:
@@ -56,7 +44,7 @@ def _explorer(conversation: Conversation | None = None, **kw) -> Explorer:
     kw.setdefault("distill", _summary)
     kw.setdefault("datasets", False)
     kw.setdefault("counter", COUNTER)
-    return Explorer(conversation or _conversation(), **kw)
+    return Explorer(conversation or reading_conversation(30), **kw)
 
 
 def _compare(conversation: Conversation, strategies, **kw) -> Compare:
@@ -71,11 +59,6 @@ def _stats(e: Explorer) -> dict[str, str]:
 
 def _counts(e: Explorer) -> dict[str, str]:
     return {name: label.value for name, label in e.counts.items()}
-
-
-def _big_conversation() -> Conversation:
-    """A session whose full history reaches ~200k tokens (ApproxCounter)."""
-    return Conversation(tuple(_turn(t, steps=2, size=10_000) for t in range(40)), id="big")
 
 
 class TestExplorerSliders:
@@ -124,7 +107,7 @@ class TestExplorerSliders:
         import numpy as np
         from PIL import Image
 
-        e = _explorer([_conversation(), _conversation(cid="twin")], high_water=1500, low_water=400)
+        e = _explorer([reading_conversation(30), reading_conversation(30, cid="twin")], high_water=1500, low_water=400)
 
         def check():
             shown = np.asarray(Image.open(io.BytesIO(e.plot.value)).convert("RGBA"))
@@ -220,7 +203,7 @@ class TestKnobs:
     def test_a_derived_budget_sits_at_the_strategys_own_threshold(self):
         # claude-code derives its high water from its window: 200,000 - 33,000. Left on
         # "auto", the slider shows that threshold, so unchecking it starts there
-        e = _explorer(_big_conversation(), strategy="claude-code")
+        e = _explorer(reading_conversation(40, size=10_000, cid="big"), strategy="claude-code")
         assert e.parameters()["high_water"] is None and e.replay.limit.tokens == 167_000
         assert e.high_water.value == 167_000 and e.high_water.min <= 167_000 <= e.high_water.max
         derived = e.replay
@@ -229,7 +212,7 @@ class TestKnobs:
         assert e.replay.requests.equals(derived.requests)
 
     def test_a_170k_token_session_can_be_explored(self):
-        e = _explorer(_big_conversation(), strategy="sliding")
+        e = _explorer(reading_conversation(40, size=10_000, cid="big"), strategy="sliding")
         peak = e.peak()
         assert peak > 170_000
         assert e.budget.max >= peak  # not capped
@@ -320,7 +303,7 @@ class TestExplorerStepper:
 
 class TestEscaping:
     def test_transcript_text_is_escaped(self):
-        c = Conversation((_turn(0, text=SCRIPT), _turn(1, text=IMG)), id="evil")
+        c = Conversation((reading_turn(0, text=SCRIPT), reading_turn(1, text=IMG)), id="evil")
         e = _explorer(c, strategy="full")
         e.step.value = e.step.max
         view = e.request_view.value
@@ -339,13 +322,13 @@ class TestEscaping:
         assert "&lt;b&gt;1" in e.request_view.value
 
     def test_long_histories_collapse_the_oldest_sent_messages(self):
-        e = _explorer(_conversation(40), strategy="full")
+        e = _explorer(reading_conversation(40), strategy="full")
         html = render_request_html(e.replay, len(e.replay) - 1)
         assert "sent, not listed" in html
         assert html.count('<div class="msg sent"><span class="tag">') <= 62
 
     def test_request_index_is_checked(self):
-        e = _explorer(_conversation(3), strategy="full")
+        e = _explorer(reading_conversation(3), strategy="full")
         with pytest.raises(HarpeLabError, match=r"`request` must be in 0\.\.\d+, but 99 was passed"):
             render_request_html(e.replay, 99)
 
@@ -408,7 +391,7 @@ class TestErrors:
 
 class TestSources:
     def test_picker_switches_conversation_and_refits_the_sliders(self):
-        small, large = _conversation(3, cid="small"), _conversation(60, cid="large")
+        small, large = reading_conversation(3, cid="small"), reading_conversation(60, cid="large")
         e = _explorer({"small": small, "large": large}, strategy="windowed")
         assert list(e.source.options) == ["small", "large"]
         top = e.budget.max
@@ -423,7 +406,7 @@ class TestSources:
         names = datasets.list_datasets()
         if not names:
             pytest.fail("no bundled dataset found: datasets/ should ship at least one")
-        e = Explorer(_conversation(3), distill=_summary, strategy="full")
+        e = Explorer(reading_conversation(3), distill=_summary, strategy="full")
         assert [f"dataset: {n}" for n in names] == list(e.source.options)[1:]
         e.source.value = f"dataset: {names[0]}"
         assert e.replay.conversation.id == names[0]
@@ -490,12 +473,12 @@ class TestMeasure:
         assert scaled.replay.requests["input_tokens"].sum() != named.replay.requests["input_tokens"].sum()
 
     def test_a_recording_without_usage_is_said_uncalibrated_and_unpriced(self):
-        e = Explorer(_conversation(3), strategy="full", datasets=False)
+        e = Explorer(reading_conversation(3), strategy="full", datasets=False)
         header = _header(e)
         assert "counter: cl100k_base, uncalibrated: the recording has no provider usage" in header
         assert 'prices: none (the recording names no model; pass pricing=&quot;MODEL&quot; to the widget)' in header
         assert _stats(e)["cost_usd_cached"] == "–" and _stats(e)["cost_usd"] == "–"
-        priced = Explorer(_conversation(3), strategy="full", datasets=False, pricing="claude-opus-4-6")
+        priced = Explorer(reading_conversation(3), strategy="full", datasets=False, pricing="claude-opus-4-6")
         assert "prices (USD per million tokens): claude-opus-4-6 input 5" in _header(priced)
         assert _stats(priced)["cost_usd"] == format_value("cost_usd", totals(priced.replay.requests)["cost_usd"])
 
@@ -682,7 +665,7 @@ def _table_columns(html: str) -> list[str]:
 
 class TestCompare:
     def test_shows_every_strategy_and_the_table(self):
-        c = _conversation(20)
+        c = reading_conversation(20)
         cmp = _compare(c, ["full", "windowed", "summarizing"], budget=1500, distill=_summary)
         assert set(cmp.replays) == {"full", "windowed", "summarizing"} and cmp.failures == {}
         assert len(cmp.panels.children) == 3
@@ -692,7 +675,7 @@ class TestCompare:
             assert name in cmp.table.value
 
     def test_table_rows_are_the_frames_totals(self):
-        c = _conversation(20)
+        c = reading_conversation(20)
         cmp = _compare(c, list(PRESETS), budget=1500, distill=_summary)
         columns = _table_columns(cmp.table.value)
         rows = _table_rows(cmp.table.value)
@@ -704,7 +687,7 @@ class TestCompare:
             assert row[columns.index("cached_prefix_share")] == f"{t['cached_prefix_share'] * 100:.1f}%"
 
     def test_the_table_has_a_few_named_columns_and_the_budget_notes(self):
-        cmp = _compare(_conversation(20), ["full", "windowed", "summarizing", "masking"], budget=1500,
+        cmp = _compare(reading_conversation(20), ["full", "windowed", "summarizing", "masking"], budget=1500,
                        distill=_summary)  # fmt: skip
         columns = _table_columns(cmp.table.value)
         assert len(columns) <= 10
@@ -738,7 +721,7 @@ class TestCompare:
         assert frame.at["full", "artifact_retention"] > max(frame.loc[kept, "artifact_retention"])  # excluded, not worse
 
     def test_no_probes_is_said_as_such(self):
-        cmp = _compare(_conversation(5), ["full", "windowed"], budget=1500)
+        cmp = _compare(reading_conversation(5), ["full", "windowed"], budget=1500)
         columns = _table_columns(cmp.table.value)
         assert cmp.frame["probes"].eq(0).all()
         for row in _table_rows(cmp.table.value):
@@ -793,7 +776,7 @@ class TestCompare:
         assert shares["full"] == 1.0 and shares["windowed"] < 1.0  # a window at 8,000 loses some of them
 
     def test_no_needed_next_column_when_the_replies_name_nothing_seen_earlier(self):
-        cmp = _compare(_conversation(20), ["full", "windowed"], budget=1500)
+        cmp = _compare(reading_conversation(20), ["full", "windowed"], budget=1500)
         assert cmp.frame["needs"].eq(0).all()
         assert "needs_kept_share" not in _table_columns(cmp.table.value) and "needed next" not in cmp.table.value
 
@@ -811,7 +794,7 @@ class TestCompare:
         assert ">needed next</th>" in table  # no one count for every row: none in the header
 
     def test_budget_slider_sets_each_presets_budget_knob(self):
-        c = _conversation(20)
+        c = reading_conversation(20)
         cmp = _compare(c, ["full", "windowed", "summarizing"], budget=1000, distill=_summary)
         full, windowed, plot = cmp.replays["full"], cmp.replays["windowed"], cmp.plot.value
         cmp.budget.value = 4000
@@ -826,7 +809,7 @@ class TestCompare:
         import numpy as np
         from PIL import Image
 
-        cmp = _compare(_conversation(20), ["full", "windowed", "summarizing"], budget=1000, distill=_summary)
+        cmp = _compare(reading_conversation(20), ["full", "windowed", "summarizing"], budget=1000, distill=_summary)
         for budget in (1000, 4000, 2500):
             cmp.budget.value = budget
             for name, (view, redraw) in cmp._panel_figs.items():
@@ -835,12 +818,12 @@ class TestCompare:
                 assert np.array_equal(shown, np.asarray(redraw.figure.canvas.buffer_rgba())), (budget, name)
 
     def test_budget_is_not_capped_for_a_long_session(self):
-        cmp = _compare(_big_conversation(), ["full", "sliding"], budget=113_878)
+        cmp = _compare(reading_conversation(40, size=10_000, cid="big"), ["full", "sliding"], budget=113_878)
         assert cmp.budget.value == 113_878 and cmp.budget.max >= 113_878
         assert cmp.replays["sliding"].limit.tokens == 113_878 and cmp.failures == {}
 
     def test_a_failing_strategy_is_a_row_with_its_error(self):
-        c = _conversation(20)
+        c = reading_conversation(20)
         cmp = _compare(c, ["full", "summarizing", "windowed"], budget=1500, distill=_bad_distill)
         assert set(cmp.replays) == {"full", "windowed"}
         assert isinstance(cmp.failures["summarizing"], StrategyError)
@@ -858,7 +841,7 @@ class TestCompare:
         assert cmp.replays["windowed"].limit.tokens == 3000 and cmp.last_error is None
 
     def test_a_typed_budget_beyond_the_slider_says_so_and_applies(self):
-        cmp = _compare(_conversation(20), ["full", "windowed"], budget=1000)
+        cmp = _compare(reading_conversation(20), ["full", "windowed"], budget=1000)
         top = cmp.budget.max
         cmp.budget_value.value = f"{top + 5_000:,}"
         assert cmp.budget.value == cmp.budget.max == top + 5_000
@@ -874,13 +857,13 @@ class TestCompare:
         def broken():
             raise HarpeLabError(SCRIPT)
 
-        cmp = _compare(_conversation(3), {IMG: broken, "full": lambda: FullContext("")})
+        cmp = _compare(reading_conversation(3), {IMG: broken, "full": lambda: FullContext("")})
         assert "<script>" not in cmp.table.value and "<img" not in cmp.table.value
         assert "&lt;script&gt;" in cmp.table.value and "&lt;img src=x" in cmp.table.value
         assert "<script>" not in cmp.panels.children[0].children[1].value
 
     def test_same_rows_whatever_the_order(self):
-        c = _conversation(20)
+        c = reading_conversation(20)
         a = _compare(c, ["summarizing", "windowed", "sliding"], budget=1500)
         b = _compare(c, ["sliding", "summarizing", "windowed"], budget=1500)
         for name in a.replays:
@@ -888,11 +871,11 @@ class TestCompare:
 
     def test_bad_arguments(self):
         with pytest.raises(HarpeLabError, match=r"`strategies` must be one of \[.*\], but 'nope' was passed."):
-            Compare(_conversation(3), ["full", "nope"])
+            Compare(reading_conversation(3), ["full", "nope"])
         with pytest.raises(HarpeLabError, match=r"`budget` must be a whole number of tokens >= 1, but -3 was passed."):
-            Compare(_conversation(3), ["windowed"], budget=-3)
+            Compare(reading_conversation(3), ["windowed"], budget=-3)
         with pytest.raises(HarpeLabError, match=r"`strategies` must be a list of preset names"):
-            Compare(_conversation(3), "full")
+            Compare(reading_conversation(3), "full")
 
 
 class TestOneFrame:

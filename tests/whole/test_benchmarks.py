@@ -21,7 +21,6 @@ from harpe_lab.presets import PRESETS
 from tests._support.data import ROOT
 
 
-
 def _run(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess, str]:
     out = tmp_path / "RESULTS.md"
     done = subprocess.run(

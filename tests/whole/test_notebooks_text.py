@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
 from tests._support.data import ROOT
 
 NOTEBOOKS = ROOT / "notebooks"

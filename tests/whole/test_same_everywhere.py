@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tests._support.data import REAL_DATA, ROOT
 from harpe_lab.cli import main
+from tests._support.data import REAL_DATA, ROOT
 
 SESSION = REAL_DATA / "claude_code" / "4d5611e5-241a-462a-8d15-5122611a9569.jsonl"
 NOTEBOOK = ROOT / "notebooks" / "06_agent_sessions.ipynb"

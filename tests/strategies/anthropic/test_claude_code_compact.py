@@ -28,7 +28,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests._support.editing import SYSTEM, assert_pairs_by_ids, call, conversations, real_params, reply, results, user
 from harpe_lab import datasets
 from harpe_lab.errors import StrategyError
 from harpe_lab.messages import AssistantMessage, Rendered, Usage, UserInput
@@ -48,6 +47,8 @@ from harpe_lab.strategies.claude_code import (
 from harpe_lab.strategies.harpe import FullContext
 from harpe_lab.summarize import ExtractiveDistiller, RecordedDistiller
 from harpe_lab.tokens import BytesCounter
+from tests._support.builders import call, reply, results, user
+from tests._support.editing import SYSTEM, assert_pairs_by_ids, conversations, real_params
 
 COUNTER = BytesCounter()
 

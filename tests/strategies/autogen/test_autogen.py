@@ -15,36 +15,14 @@ from hypothesis import strategies as st
 from harpe_lab.conversation import Conversation, Turn
 from harpe_lab.datasets import list_datasets, load
 from harpe_lab.errors import StrategyError
-from harpe_lab.messages import AssistantMessage, Rendered, ToolCall, ToolResult, ToolResults, UserInput
+from harpe_lab.messages import AssistantMessage, Rendered, ToolResults, UserInput
 from harpe_lab.protocol import DeclaresLimit, Limit
 from harpe_lab.replay import replay
 from harpe_lab.strategies.autogen import Buffered, HeadAndTail, ModelContext, TokenLimited, pair_up, skipped_text
 from harpe_lab.tokens import ApproxCounter, TiktokenCounter
+from tests._support.builders import call, reply, results_for, round_trip, user
 
 COUNTER = TiktokenCounter("cl100k_base")
-
-# --- tiny builders ------------------------------------------------------------------------
-
-
-def _user(text: str = "hi") -> UserInput:
-    return UserInput(text)
-
-
-def _reply(text: str = "ok", *calls: ToolCall) -> AssistantMessage:
-    return AssistantMessage(text, calls)
-
-
-def _call(id: str, name: str = "lookup", **input: object) -> ToolCall:
-    return ToolCall(id, name, input)
-
-
-def _results(*ids: str, content: str = "r") -> ToolResults:
-    return ToolResults(tuple(ToolResult(i, content) for i in ids))
-
-
-def _round(id: str, content: str = "r") -> list:
-    """A reply that calls one tool, and its result."""
-    return [_reply("", _call(id)), _results(id, content=content)]
 
 
 def _is_call(m) -> bool:
@@ -117,22 +95,22 @@ class TestValidation:
 
 class TestBuffered:
     def test_the_last_n_messages(self):
-        msgs = [_user(f"m{i}") for i in range(6)]
+        msgs = [user(f"m{i}") for i in range(6)]
         assert Buffered(buffer_size=4)(msgs) == tuple(msgs[2:])
         assert Buffered(buffer_size=10)(msgs) == tuple(msgs)
 
     def test_a_window_starting_with_results_drops_them(self):
-        msgs = [_user(), *_round("a"), _user("next")]
+        msgs = [user(), *round_trip("a", "r", "lookup", input={}), user("next")]
         assert Buffered(buffer_size=2).select(msgs) == (msgs[3],)
         assert Buffered(buffer_size=2)(msgs) == (msgs[3],)
 
     def test_one_message_of_results_is_sent_with_its_call(self):
-        msgs = [_user(), *_round("a")]
+        msgs = [user(), *round_trip("a", "r", "lookup", input={})]
         assert Buffered(buffer_size=1).select(msgs) == ()  # AutoGen sends nothing
         assert Buffered(buffer_size=1)(msgs) == tuple(msgs[1:])  # we send the pair
 
     def test_does_not_change_its_input_and_applying_twice_changes_nothing(self):
-        msgs = [_user(), *_round("a"), *_round("b"), _user("u")]
+        msgs = [user(), *round_trip("a", "r", "lookup", input={}), *round_trip("b", "r", "lookup", input={}), user("u")]
         copy = list(msgs)
         once = Buffered(buffer_size=3)(msgs)
         assert msgs == copy and Buffered(buffer_size=3)(once) == once
@@ -140,34 +118,35 @@ class TestBuffered:
 
 class TestHeadAndTail:
     def test_autogens_placeholder_and_count(self):
-        msgs = [_user(f"m{i}") for i in range(10)]
+        msgs = [user(f"m{i}") for i in range(10)]
         out = HeadAndTail(head_size=2, tail_size=3)(msgs)
         assert out[:2] == tuple(msgs[:2]) and out[3:] == tuple(msgs[7:])
         assert out[2] == UserInput("Skipped 5 messages.") == UserInput(skipped_text(5))
 
     def test_all_messages_when_head_and_tail_cover_them(self):
-        msgs = [_user(f"m{i}") for i in range(5)]
+        msgs = [user(f"m{i}") for i in range(5)]
         assert HeadAndTail(head_size=2, tail_size=3)(msgs) == tuple(msgs)
 
     def test_a_head_ending_in_a_call_loses_it_and_the_count_does_not_say_so(self):
-        msgs = [_user(), *_round("a"), _user("x"), _user("y"), *_round("b")]
+        msgs = [user(), *round_trip("a", "r", "lookup", input={}), user("x"), user("y"),
+                *round_trip("b", "r", "lookup", input={})]
         # head = [user, call a] -> the call is dropped; tail = [call b, results b]
         out = HeadAndTail(head_size=2, tail_size=2)(msgs)
         assert out == (msgs[0], UserInput("Skipped 3 messages."), *msgs[5:])
 
     def test_a_tail_starting_with_results_loses_them(self):
-        msgs = [_user(), _user("x"), *_round("a"), _user("y")]
+        msgs = [user(), user("x"), *round_trip("a", "r", "lookup", input={}), user("y")]
         out = HeadAndTail(head_size=1, tail_size=2)(msgs)
         assert out == (msgs[0], UserInput("Skipped 2 messages."), msgs[4])
 
     def test_a_one_message_tail_of_results_is_sent_with_its_call(self):
-        msgs = [_user(), _user("x"), _user("y"), *_round("a")]
+        msgs = [user(), user("x"), user("y"), *round_trip("a", "r", "lookup", input={})]
         policy = HeadAndTail(head_size=1, tail_size=1)
         assert policy.select(msgs) == (msgs[0], UserInput("Skipped 3 messages."))  # AutoGen ends with the placeholder
         assert policy(msgs) == (msgs[0], UserInput("Skipped 3 messages."), *msgs[3:])
 
     def test_the_placeholder_is_a_new_message_every_time(self):
-        msgs = [_user(f"m{i}") for i in range(6)]
+        msgs = [user(f"m{i}") for i in range(6)]
         policy = HeadAndTail(head_size=1, tail_size=1)
         a, b = policy(msgs)[1], policy(msgs)[1]
         assert a == b and a is not b and all(a is not m for m in msgs)
@@ -175,7 +154,7 @@ class TestHeadAndTail:
 
 class TestTokenLimited:
     def test_pops_from_the_middle(self):
-        msgs = [_user(f"message {i}") for i in range(9)]
+        msgs = [user(f"message {i}") for i in range(9)]
         limit = TokenLimited(token_limit=1, counter=COUNTER).count(msgs[:6])  # room for six
         policy = TokenLimited(token_limit=limit, counter=COUNTER)
         out = policy(msgs)
@@ -190,27 +169,28 @@ class TestTokenLimited:
         msgs: list = []
         for k, (kind, size) in enumerate(shape):
             if kind == "c":
-                msgs += _round(f"c{k}", content="w " * size)
+                msgs += round_trip(f"c{k}", content="w " * size, name="lookup", input={})
             else:
-                msgs.append((_user if kind == "u" else _reply)("w " * size))
+                msgs.append((user if kind == "u" else reply)("w " * size))
         policy = TokenLimited(token_limit=limit, counter=COUNTER)
         assert policy.select(msgs) == _autogen_token_limited(policy, msgs)
         ctx = policy.context()  # the lifecycle's running sums give the same requests
-        ctx.begin_turn(_user("go"))
+        ctx.begin_turn(user("go"))
         for m in msgs:
             ctx.append(m)
-        history = [_user("go"), *msgs]
+        history = [user("go"), *msgs]
         assert ctx.compact().rendered.messages == pair_up(_autogen_token_limited(policy, history), history)
 
     def test_counts_with_our_counter_and_the_tools(self):
         tools = ({"type": "function", "function": {"name": "lookup", "parameters": {"type": "object"}}},)
-        msgs = [_user("a" * 50), _user("b" * 50)]
+        msgs = [user("a" * 50), user("b" * 50)]
         policy = TokenLimited(token_limit=100, counter=COUNTER, tools=tools)
         assert policy.count(msgs) == COUNTER.count_rendered(Rendered("", tuple(msgs)), tools)
         assert policy.system_tokens("be brief") == COUNTER.count_system("be brief")
 
     def test_a_split_pair_is_dropped_on_both_sides(self):
-        msgs = [_user("first"), *_round("a", "x" * 40), *_round("b", "y" * 40), _user("last")]
+        msgs = [user("first"), *round_trip("a", "x" * 40, "lookup", input={}),
+                *round_trip("b", "y" * 40, "lookup", input={}), user("last")]
         limit = COUNTER.count_rendered(Rendered("", (msgs[0], msgs[1], msgs[4], msgs[5])))
         policy = TokenLimited(token_limit=limit, counter=COUNTER)
         # AutoGen pops results a (index 2), then call b (index 3): [first, call a, results b, last]
@@ -218,11 +198,11 @@ class TestTokenLimited:
         assert policy(msgs) == (msgs[0], msgs[5])
 
     def test_the_newest_message_is_put_back(self):
-        msgs = [_user("first " * 30), _user("newest " * 30)]
+        msgs = [user("first " * 30), user("newest " * 30)]
         policy = TokenLimited(token_limit=20, counter=COUNTER)
         assert policy.select(msgs) == ()  # AutoGen pops the newest, then the first
         assert policy(msgs) == (msgs[1],)
-        pair = [_user("first " * 30), *_round("a", "result " * 30)]
+        pair = [user("first " * 30), *round_trip("a", "result " * 30, "lookup", input={})]
         assert policy(pair) == tuple(pair[1:])
         roomier = TokenLimited(token_limit=40, counter=COUNTER)  # the first fits alone
         assert roomier.select(msgs) == (msgs[0],)
@@ -237,21 +217,21 @@ class TestTokenLimited:
 
 class TestPairUp:
     def test_keeps_a_valid_request(self):
-        msgs = [_user(), *_round("a"), _user("u")]
+        msgs = [user(), *round_trip("a", "r", "lookup", input={}), user("u")]
         assert pair_up(msgs, msgs) == tuple(msgs)
 
     def test_drops_orphans_and_puts_the_newest_back(self):
-        msgs = [_user(), *_round("a"), *_round("b")]
+        msgs = [user(), *round_trip("a", "r", "lookup", input={}), *round_trip("b", "r", "lookup", input={})]
         assert pair_up([msgs[0], msgs[2], msgs[3]], msgs) == (msgs[0], msgs[3], msgs[4])
         assert pair_up([msgs[0], msgs[1]], msgs) == (msgs[0], msgs[3], msgs[4])
 
     def test_made_up_messages_pass(self):
-        msgs = [_user(), _user("x")]
+        msgs = [user(), user("x")]
         note = UserInput("Skipped 1 messages.")
         assert pair_up([msgs[0], note, msgs[1]], msgs) == (msgs[0], note, msgs[1])
 
     def test_idempotent(self):
-        msgs = [_user(), *_round("a"), *_round("b")]
+        msgs = [user(), *round_trip("a", "r", "lookup", input={}), *round_trip("b", "r", "lookup", input={})]
         once = pair_up([msgs[2], msgs[3]], msgs)
         assert pair_up(once, msgs) == once
 
@@ -268,9 +248,9 @@ class TestPairUp:
         for k, kind in enumerate(kinds):
             if kind == "c" and msgs and _is_call(msgs[-1]):
                 kind = "u"
-            msgs += [_reply("", _call(f"x{k}"))] if kind == "c" else [_user(f"m{k}")]
+            msgs += [reply("", call(f"x{k}", "lookup"))] if kind == "c" else [user(f"m{k}")]
             if kind == "c" and k % 3:
-                msgs.append(_results(f"x{k}"))
+                msgs.append(results_for(f"x{k}", content="r"))
         head = min(head, len(msgs))
         tail = min(tail, len(msgs) - head)
         made_up = [UserInput("Skipped some messages.")] if note else []
@@ -282,27 +262,27 @@ class TestPairUp:
 class TestModelContext:
     def test_compacted_only_when_the_window_moves(self):
         ctx = Buffered(buffer_size=3).context("sys")
-        ctx.begin_turn(_user("q"))
+        ctx.begin_turn(user("q"))
         first = ctx.compact()
         assert first.rendered.system == "sys" and not first.compacted
-        a, r = _round("a")
+        a, r = round_trip("a", "r", "lookup", input={})
         ctx.append(a)
         ctx.append(r)
         assert not ctx.compact().compacted  # [q, a, r]: the previous request plus two
-        a2, r2 = _round("b")
+        a2, r2 = round_trip("b", "r", "lookup", input={})
         ctx.append(a2)
         ctx.append(r2)
         assert ctx.compact().compacted  # the window moved
 
     def test_abort_keeps_the_user_input(self):
         ctx = Buffered(buffer_size=10).context()
-        ctx.begin_turn(_user("q1"))
+        ctx.begin_turn(user("q1"))
         ctx.compact()
-        ctx.append(_reply("a1"))
+        ctx.append(reply("a1"))
         ctx.commit_turn()
-        q2 = _user("q2")
+        q2 = user("q2")
         ctx.begin_turn(q2)
-        ctx.append(_reply("lost"))
+        ctx.append(reply("lost"))
         ctx.abort_turn()
         assert [m.text for m in ctx.transcript] == ["q1", "a1", "q2"]
 
@@ -324,11 +304,11 @@ def _conversations(draw):
         msgs = []
         for r in range(draw(st.integers(0, 4))):
             ids = [f"t{t}r{r}c{k}" for k in range(draw(st.integers(1, 2)))]
-            msgs.append(_reply("r" * draw(st.integers(0, 20)), *[_call(i) for i in ids]))
-            msgs.append(_results(*ids, content="c" * draw(st.integers(0, 120))))
-        msgs.append(_reply(f"final {t} " + "f" * draw(st.integers(0, 30))))
+            msgs.append(reply("r" * draw(st.integers(0, 20)), *[call(i, "lookup") for i in ids]))
+            msgs.append(results_for(*ids, content="c" * draw(st.integers(0, 120))))
+        msgs.append(reply(f"final {t} " + "f" * draw(st.integers(0, 30))))
         outcome = draw(st.sampled_from(["answered", "answered", "answered", "interrupted"]))
-        turns.append(Turn(_user(f"u{t} " + "u" * draw(st.integers(0, 60))), tuple(msgs), outcome=outcome))
+        turns.append(Turn(user(f"u{t} " + "u" * draw(st.integers(0, 60))), tuple(msgs), outcome=outcome))
     return Conversation(tuple(turns))
 
 
@@ -504,7 +484,7 @@ class TestSameAsAutogen:
             policy.count(msgs)
 
     def test_round_trip_of_messages(self, peer):
-        msgs = [_user("q"), _reply("thinking", _call("a", q=1)), _results("a"), _reply("done")]
+        msgs = [user("q"), reply("thinking", call("a", "lookup", q=1)), results_for("a", content="r"), reply("done")]
         assert tuple(peer.from_autogen_any(peer.to_autogen(m)) for m in msgs) == tuple(msgs)
 
     def test_a_missing_extra_says_what_to_install(self):

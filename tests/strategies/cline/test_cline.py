@@ -17,8 +17,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests._support.data import REAL_DATA, ROOT
-from tests._support.editing import SYSTEM, assert_pairs_by_ids, call, conversations, real_params, reply, results, user
 from harpe_lab import datasets
 from harpe_lab.errors import StrategyError
 from harpe_lab.messages import AssistantMessage, Rendered, ToolResults, Usage, UserInput
@@ -53,6 +51,9 @@ from harpe_lab.strategies.cline import (
 from harpe_lab.strategies.harpe import FullContext
 from harpe_lab.summarize import ExtractiveDistiller, RecordedDistiller
 from harpe_lab.tokens import BytesCounter, TiktokenCounter
+from tests._support.builders import call, image, reply, results, user
+from tests._support.data import REAL_DATA, ROOT
+from tests._support.editing import SYSTEM, assert_pairs_by_ids, conversations, real_params
 
 COUNTER = BytesCounter()
 SETTINGS = settings(max_examples=60, deadline=None,
@@ -327,8 +328,6 @@ class TestBasicCompaction:
         assert sent[1] is kept_final  # frozen: kept as it was
 
     def test_only_the_latest_prompt_keeps_its_files_and_images(self):
-        from tests._support.editing import image
-
         msgs = [UserInput('a\n\n<file_content path="/f">\nx\n</file_content>', (image(),)), reply("done a"),
                 UserInput('b\n\n<file_content path="/g">\ny\n</file_content>', (image(),)),
                 reply("", call("k", "run_commands", commands=["ls"])), results(("k", "out")), reply("done b")]

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import pytest
 
-from tests._support.data import REAL_DATA
-from tests._support.editing import SYSTEM, assert_pairs_by_ids, call, reply, results, user
 from harpe_lab.messages import AssistantMessage, ToolResults, Usage
 from harpe_lab.strategies import cline as cl
 from harpe_lab.strategies._lifecycle import TurnLifecycle
 from harpe_lab.strategies.cline import (LEGACY_TRUNCATION_NOTICE, AgenticCompaction, BasicCompaction,
                                         LegacyContextManager, LegacyTruncated)
+from tests._support.builders import call, reply, results, user
+from tests._support.data import REAL_DATA
+from tests._support.editing import SYSTEM, assert_pairs_by_ids
 
 
 class Distiller:

@@ -15,7 +15,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests._support.editing import SYSTEM, assert_pairs_by_ids, call, conversations, reply, results, user
 from harpe_lab.messages import AssistantMessage, Rendered, ToolResult, ToolResults, Usage, UserInput
 from harpe_lab.strategies._lifecycle import TurnLifecycle
 from harpe_lab.strategies.codex import (
@@ -27,6 +26,8 @@ from harpe_lab.strategies.codex import (
     truncate_middle,
 )
 from harpe_lab.strategies.editing import EditContext, Edits
+from tests._support.builders import call, reply, results, user
+from tests._support.editing import SYSTEM, assert_pairs_by_ids, conversations
 
 _fast = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests._support.editing import call, image, reply, results
 from harpe_lab.messages import Message, Rendered, Usage, UserInput
 from harpe_lab.protocol import ContextCompacted
 from harpe_lab.strategies.codex import (
@@ -23,6 +22,7 @@ from harpe_lab.strategies.codex import (
     summary_message,
 )
 from harpe_lab.strategies.harpe import distill_request
+from tests._support.builders import call, image, reply, results
 
 
 class _Walk(CompactContext):

@@ -21,7 +21,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests._support.editing import SYSTEM, assert_pairs_by_ids, call, conversations, real_params, reply, results, user
 from harpe_lab import datasets
 from harpe_lab.errors import StrategyError
 from harpe_lab.messages import (AssistantMessage, Attachment, Rendered, ToolCall, ToolResult, ToolResults, Usage,
@@ -32,6 +31,8 @@ from harpe_lab.replay import replay
 from harpe_lab.strategies.harpe import FullContext
 from harpe_lab.summarize import ExtractiveDistiller
 from harpe_lab.tokens import BytesCounter, TiktokenCounter
+from tests._support.builders import call, reply, results, user
+from tests._support.editing import SYSTEM, assert_pairs_by_ids, conversations, real_params
 
 COUNTER = BytesCounter()
 REAL = real_params("claude_code/4d5611e5-241a-462a-8d15-5122611a9569.jsonl", 1)

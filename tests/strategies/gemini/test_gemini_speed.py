@@ -17,12 +17,13 @@ from json.encoder import encode_basestring
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests._support.editing import SYSTEM, call, conversations, reply, results, user
 from harpe_lab.conversation import Conversation, Turn
 from harpe_lab.messages import AssistantMessage, ToolCall, ToolResult, ToolResults, UserInput
 from harpe_lab.replay import replay
 from harpe_lab.strategies import aider, gemini
 from harpe_lab.tokens import TiktokenCounter
+from tests._support.builders import call, reply, results, user
+from tests._support.editing import SYSTEM, conversations
 
 _HEALTH = [HealthCheck.too_slow, HealthCheck.data_too_large]
 EXAMPLES = settings(max_examples=300, deadline=None, suppress_health_check=_HEALTH)

@@ -15,12 +15,13 @@ import dataclasses
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests._support.editing import SYSTEM, call, conversations, reply, results, user
 from harpe_lab.conversation import Conversation
 from harpe_lab.messages import AssistantMessage, ToolCall, ToolResults, Usage
 from harpe_lab.replay import replay
 from harpe_lab.strategies import goose, roo
 from harpe_lab.tokens import BytesCounter
+from tests._support.builders import call, reply, results, user
+from tests._support.editing import SYSTEM, conversations
 
 COUNTER = BytesCounter()
 PROPERTY = settings(max_examples=60, deadline=None,

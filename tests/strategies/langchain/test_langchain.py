@@ -16,18 +16,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests._support.editing import (
-    SYSTEM,
-    assert_pairs_by_ids,
-    call,
-    check_replay,
-    conversations,
-    real_params,
-    reply,
-    results,
-    round_trip,
-    user,
-)
 from harpe_lab import datasets
 from harpe_lab.errors import StrategyError
 from harpe_lab.messages import AssistantMessage, Rendered, ToolCall, ToolResult, ToolResults, UserInput
@@ -46,6 +34,8 @@ from harpe_lab.strategies.langchain import (
     units_of,
 )
 from harpe_lab.tokens import BytesCounter, TiktokenCounter, text_price
+from tests._support.builders import call, reply, results, round_trip, user
+from tests._support.editing import SYSTEM, assert_pairs_by_ids, check_replay, conversations, real_params
 
 pytest.importorskip("langchain", reason="the peers extra (langchain) is not installed")
 from langchain.agents.middleware import summarization as lc_summarization  # noqa: E402

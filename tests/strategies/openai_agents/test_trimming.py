@@ -9,24 +9,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests._support.editing import (
-    SYSTEM,
-    assert_an_edit,
-    assert_pairs_by_ids,
-    call,
-    check_replay,
-    conversations,
-    image,
-    reply,
-    results,
-    round_trip,
-    user,
-)
 from harpe_lab import datasets
 from harpe_lab.errors import StrategyError
 from harpe_lab.messages import ToolResult, ToolResults
 from harpe_lab.strategies.trimming import ToolOutputTrimmer, trimmed_text
 from harpe_lab.tokens import BytesCounter
+from tests._support.builders import call, image, reply, results, round_trip, user
+from tests._support.editing import SYSTEM, assert_an_edit, assert_pairs_by_ids, check_replay, conversations
 
 BIG = "x" * 1000
 

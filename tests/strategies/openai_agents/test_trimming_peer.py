@@ -11,13 +11,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests._support.data import REAL_DATA
-from tests._support.editing import SYSTEM, call, conversations, reply, results, round_trip, user
 from harpe_lab import datasets
 from harpe_lab.errors import StrategyError
 from harpe_lab.replay import replay
 from harpe_lab.strategies.trimming import ToolOutputTrimmer
 from harpe_lab.tokens import BytesCounter
+from tests._support.builders import call, reply, results, round_trip, user
+from tests._support.data import REAL_DATA
+from tests._support.editing import SYSTEM, conversations
 
 pytest.importorskip("agents", reason="the peers extra (openai-agents) is not installed")
 from agents.extensions import ToolOutputTrimmer as SDKToolOutputTrimmer  # noqa: E402

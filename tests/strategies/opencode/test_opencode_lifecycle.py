@@ -7,10 +7,11 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests._support.editing import SYSTEM, assert_pairs_by_ids, call, conversations, reply, results, user
 from harpe_lab.messages import AssistantMessage, Rendered, ToolResults, Usage, UserInput
 from harpe_lab.strategies import opencode
 from harpe_lab.strategies._lifecycle import TurnLifecycle
+from tests._support.builders import call, reply, results, user
+from tests._support.editing import SYSTEM, assert_pairs_by_ids, conversations
 
 
 class _Distiller:
