@@ -1,38 +1,25 @@
-"""Cline's compaction (harpe_lab.strategies.cline) and Aider's history summarization
-(harpe_lab.strategies.aider): configuration, the arithmetic pinned by hand from their source,
-the properties every replay keeps, Cline's own output reproduced on the real session in
-../shared/data/real/cline, and Aider's own ChatSummary (aider-chat, in a virtual environment
-of its own) sending the same requests as ours."""
+"""Cline's compaction (harpe_lab.strategies.cline): configuration, the arithmetic pinned by hand
+from its source, the properties every replay keeps, and Cline's own output reproduced on the
+real session in ../shared/data/real/cline; the presets of Cline and Aider."""
 
 from __future__ import annotations
 
-import fcntl
-import importlib.util
 import json
 import math
-import os
 import pickle
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from harpe_lab import datasets
 from harpe_lab.errors import StrategyError
-from harpe_lab.messages import AssistantMessage, Rendered, ToolResults, Usage, UserInput
+from harpe_lab.messages import AssistantMessage, ToolResults, Usage, UserInput
 from harpe_lab.presets import PRESETS, make_strategy
 from harpe_lab.protocol import DeclaresLimit, DistillCall, HoldsSummary, Limit
 from harpe_lab.replay import replay
 from harpe_lab.strategies import cline as cl
-from harpe_lab.strategies.aider import (
-    SUMMARIZE_PROMPT,
-    SUMMARY_PREFIX,
-    Aider,
-    AiderSummarized,
-    aider_messages,
-    chat_summary,
-    history_budget,
-)
+from harpe_lab.strategies.aider import SUMMARIZE_PROMPT
 from harpe_lab.strategies.cline import (
     DUPLICATE_FILE_READ_NOTICE,
     LEGACY_TRUNCATION_NOTICE,
@@ -50,26 +37,10 @@ from harpe_lab.strategies.cline import (
 )
 from harpe_lab.strategies.harpe import FullContext
 from harpe_lab.summarize import ExtractiveDistiller, RecordedDistiller
-from harpe_lab.tokens import BytesCounter, TiktokenCounter
 from tests._support.builders import call, image, reply, results, user
-from tests._support.data import REAL_DATA, ROOT
-from tests._support.editing import SYSTEM, assert_pairs_by_ids, conversations, real_params
-
-COUNTER = BytesCounter()
-SETTINGS = settings(max_examples=60, deadline=None,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-
-
-class Distiller:
-    """A distiller that records what it was asked and answers ``reply``."""
-
-    def __init__(self, reply: str | None = "the summary") -> None:
-        self.reply = reply
-        self.requests: list[Rendered] = []
-
-    def __call__(self, rendered: Rendered) -> str | None:
-        self.requests.append(rendered)
-        return self.reply
+from tests._support.data import REAL_DATA
+from tests._support.editing import SYSTEM, assert_pairs_by_ids, conversations
+from tests.strategies._agents import COUNTER, PROPERTY, Distiller
 
 
 def flat(conversation) -> list:
@@ -456,7 +427,7 @@ def _without_images(sent, original) -> bool:
 
 
 class TestClineProperties:
-    @SETTINGS
+    @PROPERTY
     @given(conversations(), st.integers(60, 2_000))
     def test_basic(self, convo, trigger):
         config = BasicCompaction(trigger=trigger, max_input=10**6)
@@ -477,7 +448,7 @@ class TestClineProperties:
                 assert (isinstance(sent[-1], UserInput) and latest in sent[-1].text) or \
                     any(sent[-1] is m for m in rp.rendered(i - 1).messages)
 
-    @SETTINGS
+    @PROPERTY
     @given(conversations(), st.integers(60, 2_000))
     def test_agentic(self, convo, trigger):
         config = AgenticCompaction(trigger=trigger, max_input=10**6, preserve_recent_tokens=trigger // 3)
@@ -696,7 +667,7 @@ class TestLegacy:
         ctx.begin_turn(user("again"))
         assert not ctx.compact().compacted and ctx._deleted is None
 
-    @SETTINGS
+    @PROPERTY
     @given(conversations(), st.integers(100, 3_000))
     def test_properties(self, convo, threshold):
         config = LegacyContextManager(max_allowed=threshold)
@@ -710,258 +681,6 @@ class TestLegacy:
             assert rp.sent_ids(i)[-1] == rp.available_ids(i)[-1], f"request {i} lost its newest message"
             if i in acted:  # only when the previous request's usage reached the threshold
                 assert frame.input_tokens[i - 1] + frame.output_tokens[i - 1] >= threshold
-
-
-# === Aider ======================================================================================
-
-
-class TestAiderValidation:
-    @pytest.mark.parametrize(("kwargs", "message"), [
-        ({"window": 0}, "window must be an int >= 1, got 0"),
-        ({"history_tokens": 0}, "history_tokens must be an int >= 1, got 0"),
-        ({"history_tokens": 2.0}, "history_tokens must be an int >= 1, got 2.0"),
-    ])
-    def test_bad_values_are_shown(self, kwargs, message):
-        with pytest.raises(StrategyError, match=message):
-            Aider(**kwargs)
-
-    def test_keyword_only_frozen_picklable_and_checked(self):
-        with pytest.raises(TypeError):
-            Aider(1000)  # type: ignore[misc]
-        with pytest.raises(AttributeError):
-            Aider().window = 5  # type: ignore[misc]
-        assert pickle.loads(pickle.dumps(Aider(window=5))) == Aider(window=5)
-        with pytest.raises(StrategyError, match="counter must have count_rendered"):
-            Aider().context(SYSTEM, counter=None, distill=Distiller())
-        with pytest.raises(StrategyError, match="summarizer must be callable"):
-            Aider().context(SYSTEM, counter=COUNTER, distill=Distiller(), summarizer=3)  # type: ignore[arg-type]
-
-    def test_the_budget_is_clamped_window_over_16(self):
-        assert history_budget(128_000) == 8_000 and Aider().budget == 8_000
-        assert history_budget(200_000) == 8_192  # capped
-        assert history_budget(8_000) == 1_024 and history_budget(0) == 1_024  # floored
-        assert history_budget(20_001) == 1_250.0625  # a float, as Aider computes it
-        assert Aider(window=200_000, history_tokens=300).budget == 300
-
-
-def _dicts(sizes: list[int]) -> tuple[list[dict], dict[int, int]]:
-    """Alternating user / assistant messages and a weight for each (by identity)."""
-    msgs = [{"role": "user" if k % 2 == 0 else "assistant", "content": f"m{k}"} for k in range(len(sizes))]
-    return msgs, {id(m): s for m, s in zip(msgs, sizes)}
-
-
-class _Weights:
-    """count / count_chat / send for chat_summary, with fixed weights; a summary weighs ``summary``."""
-
-    def __init__(self, weights: dict[int, int], summary: int = 5) -> None:
-        self.weights, self.summary, self.sent = weights, summary, []
-
-    def count(self, m):
-        return self.weights.get(id(m), self.summary)
-
-    def count_chat(self, ms):
-        return sum(self.count(m) for m in ms)
-
-    def send(self, messages):
-        self.sent.append(messages)
-        return f"S{len(self.sent)}"
-
-
-class TestAiderSummary:
-    def test_under_the_budget_nothing_changes(self):
-        msgs, weights = _dicts([10] * 10)
-        w = _Weights(weights)
-        assert chat_summary(msgs, max_tokens=100, window=10_000, count=w.count, count_chat=w.count_chat,
-                            send=w.send) is msgs and not w.sent
-
-    def test_the_split_keeps_a_tail_under_half_the_budget_after_a_reply(self):
-        msgs, weights = _dicts([10] * 12)  # 120 > 100; half is 50
-        w = _Weights(weights)
-        out = chat_summary(msgs, max_tokens=100, window=10_000, count=w.count, count_chat=w.count_chat, send=w.send)
-        # from the end: 10, 20, 30, 40 < 50, then 50 is not: the tail is the last 4; the head
-        # (8 messages) ends on a reply
-        assert out[0] == {"role": "user", "content": SUMMARY_PREFIX + "S1"} and out[1:] == msgs[8:]
-        assert all(a is b for a, b in zip(out[1:], msgs[8:]))  # the very dicts
-        ((system, asked),) = w.sent
-        assert system == {"role": "system", "content": SUMMARIZE_PROMPT}
-        assert asked["content"] == "".join(f"# {'USER' if k % 2 == 0 else 'ASSISTANT'}\nm{k}\n" for k in range(8))
-
-    def test_the_split_moves_back_to_end_the_head_on_a_reply(self):
-        # 11 messages, half of 90 is 45: from the end 10, 20, 30, 40 fit, so the split is at
-        # m7; m6 is a user message, so the head ends at m5 (a reply) and the tail is m6..m10
-        msgs, weights = _dicts([10] * 11)
-        w = _Weights(weights)
-        out = chat_summary(msgs, max_tokens=90, window=10_000, count=w.count, count_chat=w.count_chat, send=w.send)
-        assert out[1:-1] == msgs[6:] and out[-1] == {"role": "assistant", "content": "Ok."}  # m10 is a user message
-        assert w.sent[0][1]["content"].count("# ") == 6
-        # a split at the 4th message or before summarizes everything
-        short, weights = _dicts([10] * 7)
-        w2 = _Weights(weights)
-        out2 = chat_summary(short, max_tokens=60, window=10_000, count=w2.count, count_chat=w2.count_chat,
-                            send=w2.send)
-        assert out2 == [{"role": "user", "content": SUMMARY_PREFIX + "S1"}, {"role": "assistant", "content": "Ok."}]
-
-    def test_the_head_is_cut_to_the_summarizers_window(self):
-        msgs, weights = _dicts([300] * 10 + [1] * 2)
-        w = _Weights(weights)
-        out = chat_summary(msgs, max_tokens=1_000, window=1_500, count=w.count, count_chat=w.count_chat, send=w.send)
-        # the tail (under 500) is m9..m11, moved back to m8 (after the reply m7); of the head
-        # m0..m7, 1,500 - 512 = 988 tokens read 3 messages of 300: m3..m7 are lost
-        assert w.sent[0][1]["content"] == "# USER\nm0\n# ASSISTANT\nm1\n# USER\nm2\n"
-        assert out == [{"role": "user", "content": SUMMARY_PREFIX + "S1"}, *msgs[8:]]
-
-    def test_recursion_when_summary_and_tail_do_not_fit(self):
-        msgs, weights = _dicts([10] * 12)
-        w = _Weights(weights, summary=70)  # 70 + 40 >= 100: one level deeper
-        out = chat_summary(msgs, max_tokens=100, window=10_000, count=w.count, count_chat=w.count_chat, send=w.send)
-        # depth 1: [S1, m8..m11]: the tail is found again right after S1, a split at 1: all
-        # summarized. The recursion cannot pass depth 1 with fixed weights.
-        assert len(w.sent) == 2 and w.sent[1][1]["content"].startswith("# USER\n" + SUMMARY_PREFIX + "S1\n# USER\nm8")
-        assert out == [{"role": "user", "content": SUMMARY_PREFIX + "S2"}, {"role": "assistant", "content": "Ok."}]
-        # summary and tail must weigh strictly less than the budget: 60 + 40 recurses, 59 + 40 not
-        for weight, sends in ((60, 2), (59, 1)):
-            msgs, weights = _dicts([10] * 12)
-            w = _Weights(weights, summary=weight)
-            chat_summary(msgs, max_tokens=100, window=10_000, count=w.count, count_chat=w.count_chat, send=w.send)
-            assert len(w.sent) == sends
-
-    def test_past_depth_three_everything_is_summarized(self):
-        from harpe_lab.strategies.aider import _summarize_real
-
-        msgs, weights = _dicts([10] * 12)
-        w = _Weights(weights)
-        args = (100, 10_000, w.count, w.count_chat, w.send)
-        _summarize_real(msgs, 3, *args)  # depth 3 still splits
-        assert w.sent[-1][1]["content"].count("# ") == 8
-        _summarize_real(msgs, 4, *args)  # depth 4: everything
-        assert w.sent[-1][1]["content"].count("# ") == 12
-        # and at depth > 0 a history within the budget is summarized anyway
-        small, sw = _dicts([1] * 3)
-        w3 = _Weights(sw)
-        _summarize_real(small, 1, 100, 10_000, w3.count, w3.count_chat, w3.send)
-        assert len(w3.sent) == 1
-
-    def test_a_failed_summary_raises_as_aiders_does(self):
-        msgs, weights = _dicts([10] * 12)
-        w = _Weights(weights)
-        with pytest.raises(ValueError, match="summarizer unexpectedly failed for all models"):
-            chat_summary(msgs, max_tokens=100, window=10_000, count=w.count, count_chat=w.count_chat,
-                         send=lambda m: None)
-
-    def test_aider_messages(self):
-        msgs = [user("q"), reply("look", call("c1", "bash", cmd="ls ✓")), results(("c1", "a\nb")), reply("done"),
-                results(("zz", "stray"))]
-        units = aider_messages(msgs)
-        assert [d for d, _ in units] == [
-            {"role": "user", "content": "q"},
-            {"role": "assistant", "content": 'look\n\n[bash] {"cmd": "ls ✓"}\n\n[result] a\nb'},
-            {"role": "assistant", "content": "done"},
-            {"role": "user", "content": "[result] stray"},
-        ]
-        assert units[1][1] == (msgs[1], msgs[2]) and units[1][1][1] is msgs[2]
-
-
-class TestAiderLifecycle:
-    def _ctx(self, budget: int, distill=None, events=None):
-        counter = TiktokenCounter("cl100k_base")
-        return Aider(history_tokens=budget).context(SYSTEM, counter=counter, distill=distill or Distiller("sum"),
-                                                    on_event=events)
-
-    def test_the_summary_lands_one_turn_late(self):
-        events: list = []
-        distill = Distiller("sum")
-        ctx = self._ctx(60, distill, events.append)
-        turns = [(user(f"question {k} " + "w " * 8), reply(f"answer {k} " + "v " * 8)) for k in range(4)]
-        sent = []
-        for k, (q, a) in enumerate(turns):
-            ctx.begin_turn(q)
-            sent.append(ctx.compact())
-            ctx.append(a)
-            ctx.commit_turn()
-            # the history is weighed after the turn: what the next turn's first request carries
-            if k == 1:
-                assert ctx.history_tokens > 60 and len(distill.requests) == 1  # summarized now, in the background
-        # turn 1 pushed the history over the budget and went out whole; turn 2 carries the summary
-        assert not sent[1].compacted and sent[1].rendered.messages[:2] == turns[0]
-        assert sent[2].compacted
-        assert sent[2].rendered.messages[0] == UserInput(SUMMARY_PREFIX + "sum") and ctx.summary == "sum"
-        assert sent[2].rendered.messages[-1] is turns[2][0]
-        landed = [e for e in events if isinstance(e, AiderSummarized)]
-        assert landed and landed[0].tokens > 60 and landed[0].budget == 60 and not landed[0].failed
-
-    def test_the_current_turn_is_never_summarized(self):
-        ctx = self._ctx(10)
-        ctx.begin_turn(user("go"))
-        ctx.compact()
-        for k in range(30):
-            ctx.append(reply("", call(f"c{k}")))
-            ctx.append(results((f"c{k}", "output " * 20)))
-            out = ctx.compact()
-            assert not out.compacted and len(out.rendered.messages) == 1 + 2 * (k + 1)
-
-    def test_a_failed_summary_empties_the_history_as_in_aider(self):
-        events: list = []
-        ctx = self._ctx(30, Distiller(None), events.append)
-        firsts = []
-        for k in range(2):
-            ctx.begin_turn(user(f"q{k} " + "w " * 20))
-            firsts.append(ctx.compact())
-            ctx.append(reply("a " * 20))
-            ctx.commit_turn()  # each turn alone is over 30 tokens
-        ctx.begin_turn(user("next"))
-        out = ctx.compact()
-        assert out.compacted and out.rendered.messages == (user("next"),)
-        assert firsts[1].compacted and firsts[1].rendered.messages == (user("q1 " + "w " * 20),)
-        assert [e.failed for e in events if isinstance(e, AiderSummarized)] == [True, True]
-
-    def test_an_aborted_turn_keeps_the_summary_that_landed(self):
-        events: list = []
-        ctx = self._ctx(60, Distiller("sum"), events.append)
-        for k in range(3):
-            ctx.begin_turn(user(f"question {k} " + "w " * 8))
-            ctx.compact()
-            ctx.append(reply(f"answer {k} " + "v " * 8))
-            ctx.commit_turn()
-        ctx.begin_turn(user("next"))
-        assert ctx.compact().compacted  # the summary of the finished turns lands
-        landed = len([e for e in events if isinstance(e, AiderSummarized)])
-        ctx.append(reply("", call("c")))
-        ctx.abort_turn()
-        ctx.begin_turn(user("again"))
-        out = ctx.compact()
-        # it stays: the aborted turn never joined the history it summarized; it lands once
-        assert not out.compacted and out.rendered.messages[0] == UserInput(SUMMARY_PREFIX + "sum")
-        assert out.rendered.messages[-2:] == (user("next"), user("again"))
-        assert len([e for e in events if isinstance(e, AiderSummarized)]) == landed
-
-    def test_an_aborted_turns_input_waits_in_the_current_exchange(self):
-        ctx = self._ctx(10_000)
-        ctx.begin_turn(user("a"))
-        ctx.compact()
-        ctx.append(reply("b"))
-        ctx.abort_turn()
-        ctx.begin_turn(user("c"))
-        assert ctx.compact().rendered.messages == (user("a"), user("c"))
-
-    @SETTINGS
-    @given(conversations(), st.integers(50, 1_500))
-    def test_properties(self, convo, budget):
-        counter = TiktokenCounter("cl100k_base")
-        config = Aider(history_tokens=budget)
-        rp = replay(convo, lambda: config.context(SYSTEM, counter=counter, distill=Distiller("s")), counter=COUNTER)
-        full = replay(convo, lambda: FullContext(SYSTEM), counter=COUNTER)
-        frame = rp.requests
-        for i in range(len(rp)):
-            sent, history = rp.rendered(i).messages, full.rendered(i).messages
-            assert_pairs_by_ids(sent)
-            # the current turn is sent whole and last, the very messages recorded
-            turn = convo.turns[int(frame.turn[i])]
-            start = next(k for k, m in enumerate(history) if m is turn.input)
-            assert len(sent) >= len(history) - start
-            assert all(a is b for a, b in zip(sent[len(sent) - (len(history) - start):], history[start:]))
-            # and what comes before it is the history as it was, or a summary and what it kept
-            if not frame.summarized[: i + 1].any():
-                assert sent == history
 
 
 # === presets ====================================================================================
@@ -1007,129 +726,3 @@ class TestPresets:
             assert distills and all(d.request.system == SUMMARIZE_PROMPT for d in distills)
         if preset in ("cline-basic", "cline-legacy"):
             assert not distills
-
-
-# === Aider's own ChatSummary, side by side ======================================================
-
-
-@pytest.fixture(scope="session")
-def aider_python(tmp_path_factory) -> str | None:
-    """An interpreter that runs aider-chat: ``None`` when ``aider`` imports here, else
-    ``$HARPE_LAB_AIDER_PYTHON``, else a virtual environment made once (kept across runs
-    beside pytest's temporary directories) with ``pip install aider-chat==0.86.2``; skipped
-    when pip cannot reach PyPI."""
-    from harpe_lab.peers.aider import AIDER_VERSION, ENV, install_aider
-
-    if importlib.util.find_spec("aider") is not None:
-        return None
-    if os.environ.get(ENV):
-        return os.environ[ENV]
-    home = tmp_path_factory.getbasetemp().parent / f"harpe_lab-aider-chat-{AIDER_VERSION}"
-    lock = tmp_path_factory.getbasetemp().parent / f"harpe_lab-aider-chat-{AIDER_VERSION}.lock"
-    with open(lock, "w") as held:
-        fcntl.flock(held, fcntl.LOCK_EX)  # one installer at a time (xdist, parallel runs)
-        try:
-            return install_aider(home)
-        except StrategyError as exc:
-            pytest.skip(f"aider-chat {AIDER_VERSION} could not be installed (needs PyPI): {str(exc)[-300:]}")
-
-
-def _side_by_side(convo, config: Aider, python, counter) -> int:
-    """Replay under our ChatSummary and Aider's; the same requests, the same distill
-    requests. Returns how many summaries landed."""
-    from harpe_lab.peers.aider import aider_context
-
-    ours = replay(convo, lambda: config.context(convo.system, counter=counter, distill=ExtractiveDistiller(1_500)),
-                  counter=counter, name="native")
-    theirs = replay(convo, lambda: aider_context(convo.system, config, counter=counter,
-                                                 distill=ExtractiveDistiller(1_500), python=python),
-                    counter=counter, name="aider")
-    assert len(ours) == len(theirs)
-    for i in range(len(ours)):
-        assert ours.rendered(i) == theirs.rendered(i), f"request {i} differs"
-    asked = [[e.event.request for e in rp.events if isinstance(e.event, DistillCall)] for rp in (ours, theirs)]
-    assert asked[0] == asked[1]
-    assert ours.requests.compacted.tolist() == theirs.requests.compacted.tolist()
-    return int(ours.requests.summarized.sum())
-
-
-class TestAgainstAidersOwnCode:
-    def test_it_is_aider_that_runs(self, aider_python):
-        from harpe_lab.peers.aider import AIDER_VERSION, AiderChatSummary
-
-        assert AiderChatSummary(aider_python).version == AIDER_VERSION
-
-    def test_the_peer_says_what_to_install(self, monkeypatch):
-        from harpe_lab.peers import aider as peer
-
-        monkeypatch.delenv(peer.ENV, raising=False)
-        monkeypatch.setattr(peer.importlib.util, "find_spec", lambda name: None)
-        with pytest.raises(ImportError, match=r"pip install aider-chat==0\.86\.2"):
-            peer.AiderChatSummary()
-        with pytest.raises(StrategyError, match="python must be the path of an interpreter"):
-            peer.AiderChatSummary("/nonexistent/python")
-
-    def test_in_process_too(self, aider_python):
-        """Where aider imports (here, its own interpreter with harpe_lab on the path), the peer
-        runs ChatSummary in process: the same results as our reimplementation, kept dicts by
-        identity, on weights that split, recurse and cut the head."""
-        import subprocess
-        import sys
-        from pathlib import Path
-
-        code = """
-from harpe_lab.strategies.aider import chat_summary
-from harpe_lab.peers.aider import AiderChatSummary
-peer = AiderChatSummary()
-assert peer.python is None
-for n, budget, window in [(14, 120, 10_000), (30, 200, 10_000), (30, 400, 700), (5, 20, 10_000), (3, 10_000, 99)]:
-    msgs = [{"role": "user" if k % 3 else "assistant", "content": "w " * (k % 7 + 1)} for k in range(n)]
-    count = lambda m: len(m["content"])
-    chat = lambda ms: sum(map(count, ms)) + 3
-    send = lambda m: str(hash(m[1]["content"]) % 997)
-    ours = chat_summary(list(msgs), max_tokens=budget, window=window, count=count, count_chat=chat, send=send)
-    theirs = peer(list(msgs), max_tokens=budget, window=window, count=count, count_chat=chat, send=send)
-    assert ours == theirs, (n, budget, window)
-    assert [any(d is m for m in msgs) for d in ours] == [any(d is m for m in msgs) for d in theirs]
-print("same")
-"""
-        python = aider_python or sys.executable
-        env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONHASHSEED": "0"}
-        env.pop("HARPE_LAB_AIDER_PYTHON", None)
-        done = subprocess.run([python, "-c", code], capture_output=True, text=True, env=env, timeout=120)
-        assert done.returncode == 0 and done.stdout.strip() == "same", done.stderr[-2000:]
-
-    @pytest.mark.parametrize("budget", [1_024, 3_000])
-    @pytest.mark.parametrize("name", datasets.list_datasets())
-    def test_bundled(self, aider_python, name, budget):
-        landed = _side_by_side(datasets.load(name), Aider(history_tokens=budget), aider_python,
-                               TiktokenCounter("cl100k_base"))
-        assert landed > 0, "the comparison would pass without a summary"
-
-    def test_a_small_summarizer_window_cuts_the_head(self, aider_python):
-        # window 1,100: the head one summary reads is 588 tokens, so Aider drops the rest
-        convo = datasets.load("coding_agent")
-        assert _side_by_side(convo, Aider(window=1_100, history_tokens=2_000), aider_python,
-                             TiktokenCounter("cl100k_base")) > 0
-
-    @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                                     HealthCheck.data_too_large])
-    @given(conversations(), st.integers(50, 800))
-    def test_generated(self, aider_python, convo, budget):
-        _side_by_side(convo, Aider(history_tokens=budget), aider_python, COUNTER)
-
-    @pytest.mark.real_data
-    @pytest.mark.parametrize(("path", "budget"), [
-        *((p.values[0], 1_024) for p in real_params("cline/session.messages.json", 1)),
-        *((p.values[0], None) for p in real_params("claude_code/*-*-*-*-*.jsonl", 2)),
-        *((p.values[0], 1_024) for p in real_params("tau_bench/*.json", 1)),
-    ], ids=lambda v: v.name[:30] if hasattr(v, "name") else str(v))
-    def test_real(self, real_data, aider_python, path, budget):
-        from harpe_lab.importers import load_any
-
-        if path is None:
-            pytest.skip("no real sessions")
-        # the Claude Code sessions run at Aider's default budget (8,000 for a 128k window);
-        # the shorter Cline and tau-bench conversations need a smaller one to summarize
-        assert _side_by_side(load_any(path), Aider(history_tokens=budget), aider_python,
-                             TiktokenCounter("cl100k_base")) > 0

@@ -1,11 +1,10 @@
-"""The shortcuts the Aider and Gemini CLI strategies take for speed give what the plain
-computations give.
+"""The shortcuts the Gemini CLI strategies take for speed give what the plain computations give.
 
 Each rewritten measure is checked against the plain one it replaces, written here as it was
 (``json.dumps`` with its keyword arguments, the whole output escaped before it is cut), on
 generated text rich in what JSON escapes: quotes, backslashes, control characters, non-ASCII,
 lone surrogates. The lifecycle tests check that what the contexts now keep as they go (the
-history's weight, the request's edits) is what recomputing it each time gives.
+request's edits) is what recomputing it each time gives.
 """
 
 from __future__ import annotations
@@ -14,29 +13,18 @@ import json
 import re
 from json.encoder import encode_basestring
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from harpe_lab.conversation import Conversation, Turn
 from harpe_lab.messages import AssistantMessage, ToolCall, ToolResult, ToolResults, UserInput
 from harpe_lab.replay import replay
-from harpe_lab.strategies import aider, gemini
+from harpe_lab.strategies import gemini
 from harpe_lab.tokens import TiktokenCounter
 from tests._support.builders import call, reply, results, user
 from tests._support.editing import SYSTEM, conversations
+from tests.strategies._agents import EXAMPLES, LONG, REPLAYS, TEXT
 
-_HEALTH = [HealthCheck.too_slow, HealthCheck.data_too_large]
-EXAMPLES = settings(max_examples=300, deadline=None, suppress_health_check=_HEALTH)
-REPLAYS = settings(max_examples=30, deadline=None, suppress_health_check=_HEALTH)
-
-# text weighted towards what JSON escapes, and long enough to cross the 500-character cut
-_CHARS = st.one_of(
-    st.sampled_from('"\\\n\r\t\b\f\x00\x1f\x7f /é€😀'),
-    st.characters(min_codepoint=0, max_codepoint=0x7F),
-    st.characters(),  # any code point, lone surrogates included
-)
-TEXT = st.text(_CHARS, max_size=60)
-LONG = st.one_of(TEXT, st.tuples(TEXT, st.integers(1, 80)).map(lambda p: p[0] * p[1]))  # to ~5,000 characters
 _OUTPUT = st.one_of(LONG, LONG.map(lambda text: f"Output: {text}\n" * 30 + "Exit Code: 1"))
 
 
@@ -150,11 +138,6 @@ class TestGeminiMeasures:
             assert gemini._dumps(value) == json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-def _weighed(rp) -> list:
-    """What each summary that landed says the history weighed."""
-    return [(e.request, e.event) for e in rp.events if isinstance(e.event, aider.AiderSummarized)]
-
-
 def _frames(convo, factory, counter):
     return replay(convo, factory, counter=counter).requests
 
@@ -210,62 +193,3 @@ class TestGeminiRequests:
         finally:
             gemini._response_tokens, gemini.masked_output = saved
         assert fast.equals(plain)
-
-
-# --- Aider ------------------------------------------------------------------------------------------
-
-
-class TestAiderWeights:
-    @EXAMPLES
-    @given(st.sampled_from(["user", "assistant"]), LONG)
-    def test_a_message_is_written_as_json_dumps_writes_it(self, role, content):
-        message = {"role": role, "content": content}
-        assert aider._json_message(message) == json.dumps(message)
-
-    @EXAMPLES
-    @given(st.dictionaries(TEXT, TEXT, max_size=4))
-    def test_any_dict_of_strings(self, message):
-        assert aider._json_message(message) == json.dumps(message)
-
-    def test_other_dicts_go_to_json_dumps(self):
-        for message in ({"role": "user", "content": 3}, {"role": "user", "content": None}, {1: "x"}):
-            assert aider._json_message(message) == json.dumps(message)
-
-    @REPLAYS
-    @given(conversations(), st.integers(20, 400))
-    def test_the_kept_weight_is_the_historys(self, convo, budget):
-        counter = TiktokenCounter("cl100k_base")
-        ctx = aider.Aider(history_tokens=budget).context(SYSTEM, counter=counter, distill=lambda r: "the summary")
-        for turn in convo.turns:
-            ctx.begin_turn(turn.input)
-            ctx.compact()
-            for m in turn.all_messages[1:]:
-                ctx.append(m)
-                if isinstance(m, ToolResults):
-                    ctx.compact()
-            ctx.commit_turn()
-            plain = sum(int(counter.count(json.dumps(d))) for d, _ in ctx._done)
-            assert ctx.history_tokens == plain
-
-    @REPLAYS
-    @given(conversations(), st.integers(20, 400))
-    def test_requests_are_as_with_json_dumps(self, convo, budget):
-        counter = TiktokenCounter("cl100k_base")
-        config = aider.Aider(history_tokens=budget)
-        make = lambda: config.context(SYSTEM, counter=counter, distill=lambda rendered: "the summary")  # noqa: E731
-        fast = replay(convo, make, counter=counter)
-        written = aider._json_message
-        aider._json_message = json.dumps
-        try:
-            plain = replay(convo, make, counter=counter)
-        finally:
-            aider._json_message = written
-        assert fast.requests.equals(plain.requests)
-        assert _weighed(fast) == _weighed(plain)
-
-    def test_a_summary_joined_as_one_string(self):
-        messages = [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b\n"},
-                    {"role": "system", "content": "skipped"}, {"role": "user", "content": ""}]
-        asked: list = []
-        aider._summarize_all(messages, lambda m: asked.append(m) or "s")
-        assert asked[0][1]["content"] == "# USER\na\n# ASSISTANT\nb\n# USER\n"
