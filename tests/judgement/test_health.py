@@ -10,7 +10,6 @@ from __future__ import annotations
 import re
 import time
 import warnings
-from pathlib import Path
 
 import pytest
 
@@ -386,7 +385,9 @@ class TestSourcesLoseItToo:
         HumanMessage("Here is a summary of the conversation to date:\\n\\n" + summary),
         *preserved]``. Run here through ``harpe_lab.peers.langchain``: it loses exactly the
         messages our preset loses."""
-        peer = pytest.importorskip("harpe_lab.peers.langchain")
+        pytest.importorskip("langchain", reason="the peers extra (langchain) is not installed")
+        from harpe_lab.peers import langchain as peer
+
         rp, start = _langchain_peer(peer, FailingDistiller(failure))
         outcome, lost, at_risk, _, _ = failure_outcome(rp, start)
         row = table.loc[("langchain-summarization", failure)]
@@ -466,7 +467,9 @@ class TestLangChainFailure:
         self.model.with_retry(retry_if_exception_type=default_retry_on)`` — three attempts; a
         summarizer failing twice is recovered, one failing three times stops the run (the
         waits between attempts are skipped here)."""
-        peer = pytest.importorskip("harpe_lab.peers.langchain")
+        pytest.importorskip("langchain", reason="the peers extra (langchain) is not installed")
+        from harpe_lab.peers import langchain as peer
+
         monkeypatch.setattr(time, "sleep", lambda seconds: None)
         rp, start = _langchain_peer(peer, FailingDistiller("raises", times=SUMMARY_ATTEMPTS - 1))
         assert failure_outcome(rp, start).outcome == "keeps"

@@ -6,8 +6,6 @@ sessions skipped when ../shared/data/real is absent)."""
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -30,21 +28,17 @@ from harpe_lab.peers import langchain as peer  # noqa: E402
 
 def _summarize(conversation, config: Summarization, counter=None, system: str = SYSTEM):
     """Replay under the native and the peer; assert identical requests and distill prompts;
-    return (native replay, peer replay, folds, seconds native, seconds peer). A fold is a
-    compacted request: the state was rewritten (summarized, or dropped when the summarizer
-    saw nothing)."""
+    return (native replay, peer replay, folds). A fold is a compacted request: the state was
+    rewritten (summarized, or dropped when the summarizer saw nothing)."""
     counter = counter or BytesCounter()
     ours, theirs = Recorder(), Recorder()
-    t0 = time.perf_counter()
     a = replay(conversation, lambda: config.context(system, counter=counter, distill=ours), counter=counter,
                name="native")
-    t1 = time.perf_counter()
     b = replay(conversation, lambda: peer.summarization(system, config, counter=counter, distill=theirs),
                counter=counter, name="langchain")
-    t2 = time.perf_counter()
     _same(a, b)
     assert ours.requests == theirs.requests, "the summarizer saw different prompts"
-    return a, b, int(a.requests.compacted.sum()), t1 - t0, t2 - t1
+    return a, b, int(a.requests.compacted.sum())
 
 
 def _clear(conversation, config: ClearToolUsesEdit, counter=None, tools=()):
@@ -126,7 +120,7 @@ class TestDifferential:
     @pytest.mark.parametrize("name", sorted(_BUNDLED))
     def test_bundled_summarization(self, name):
         for config in _BUNDLED[name][0]:
-            a, _, folds, _, _ = _summarize(datasets.load(name), config)
+            a, _, folds = _summarize(datasets.load(name), config)
             assert folds >= 3, (config, folds)
             assert a.requests.summarized.sum() >= 1
 
@@ -143,8 +137,8 @@ class TestDifferential:
         # again after a fold while the kept reply still reports more than the trigger
         convo, system = datasets.load("coding_agent"), "Follow the house rules. " * 400
         config = Summarization(trigger=("tokens", 4000), keep=("messages", 6))
-        _, _, plain, _, _ = _summarize(convo, config, system=system)
-        a, _, reported, _, _ = _summarize(convo, Summarization(trigger=("tokens", 4000), keep=("messages", 6),
+        _, _, plain = _summarize(convo, config, system=system)
+        a, _, reported = _summarize(convo, Summarization(trigger=("tokens", 4000), keep=("messages", 6),
                                                                reported_usage=True), system=system)
         assert reported > plain >= 3
         folds = a.requests.compacted.tolist()
@@ -179,7 +173,7 @@ class TestDifferentialOnRealSessions:
         convo = load_any(path)
         for config in (Summarization(trigger=("tokens", 30_000), keep=("messages", 20)),
                        Summarization(trigger=("tokens", 20_000), keep=("tokens", 6000), trim_tokens_to_summarize=2000)):
-            *_, folds, _, _ = _summarize(convo, config)
+            *_, folds = _summarize(convo, config)
             assert folds >= 3, (path.name, config, folds)
         # without trimming the summarizer sees every fold
         a, *_ = _summarize(convo, Summarization(trigger=("tokens", 30_000), keep=("messages", 30),
@@ -195,7 +189,7 @@ class TestDifferentialOnRealSessions:
         if not path.is_file():
             pytest.skip("no tool_heavy.jsonl")
         convo = load_any(path)
-        *_, folds, _, _ = _summarize(convo, Summarization(trigger=("messages", 4), keep=("messages", 2)))
+        *_, folds = _summarize(convo, Summarization(trigger=("messages", 4), keep=("messages", 2)))
         assert folds >= 2
         _, _, cleared = _clear(convo, ClearToolUsesEdit(trigger=100, keep=1))
         assert cleared >= 2
