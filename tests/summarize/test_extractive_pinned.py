@@ -8,7 +8,7 @@ artifact ranking, the sentence selection and the "older artifacts omitted" case 
 and on whole conversations read message by message. A speed-up must not change one
 character of them; a deliberate change of the summaries regenerates the file with::
 
-    .venv/bin/python tests/test_extractive_pinned.py --write
+    .venv/bin/python -m tests.summarize.test_extractive_pinned --write
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
-from pathlib import Path
 from typing import Any, Callable
 
 import pytest

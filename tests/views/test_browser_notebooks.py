@@ -6,7 +6,7 @@ runs it on the longest real Claude Code session in ``../shared/data/real/claude_
 failed on the way and that Compare applied the budget the notebook computed from the
 session's size (above 100,000 tokens: a slider capped lower would clamp it).
 
-Needs Debian's ``chromium`` and the ``playwright`` package, as tests/test_browser.py, whose
+Needs Debian's ``chromium`` and the ``playwright`` package, as tests/views/test_browser.py, whose
 Voilà server and browser fixture it reuses. ``HARPE_LAB_SCREENSHOTS=DIR`` keeps a screenshot.
 """
 

@@ -3,7 +3,7 @@ and the Explorer in Voilà (only the picked preset's knobs shown; an error repla
 picture and blanks the counts, and the next good replay brings them back).
 
 Needs Debian's ``chromium`` at /usr/bin/chromium and the Python ``playwright`` package
-(Playwright's own browser download is never used), as tests/test_browser.py. Set
+(Playwright's own browser download is never used), as tests/views/test_browser.py. Set
 ``HARPE_LAB_SCREENSHOTS=DIR`` to keep a screenshot of the page.
 """
 

@@ -32,7 +32,6 @@ import json
 import os
 import re
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 

@@ -20,7 +20,7 @@ trailing ``%`` multiplies the value by 100). Two rules keep numbers from escapin
   in that cell's code (``2,000`` matches ``2_000``, ``24k`` matches ``24_000``): a comment
   may restate an input, never an output.
 
-``python tests/test_notebooks_text.py NOTEBOOK...`` prints every claim with its value.
+``python -m tests.whole.test_notebooks_text NOTEBOOK...`` prints every claim with its value.
 """
 
 from __future__ import annotations

@@ -4,7 +4,6 @@ Explorer, notebook 06 and the report — each measuring it the same way by defau
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
