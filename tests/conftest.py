@@ -1,5 +1,6 @@
 """Shared fixtures. Tests never reach the network: litellm runs offline and models are
-served by `openai_server.OpenAIServer` on 127.0.0.1."""
+served by `tests._support.openai_server.OpenAIServer` on 127.0.0.1. What tests import
+(builders, paths, checks) lives in `tests._support`."""
 
 from __future__ import annotations
 
@@ -11,10 +12,8 @@ import pytest
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
 
-from openai_server import OpenAIServer  # noqa: E402
-
-REAL_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "real"
-DATA = Path(__file__).resolve().parent / "data"
+from tests._support.data import REAL_DATA  # noqa: E402
+from tests._support.openai_server import OpenAIServer  # noqa: E402
 
 
 @pytest.fixture
@@ -41,14 +40,3 @@ def demo_report(tmp_path_factory) -> tuple[Path, str]:
     index = run_demo(tmp_path_factory.mktemp("demo"), echo=lines.append)
     return index, "\n".join(lines)
 
-
-def bundled_conversations() -> dict:
-    """Every conversation of the bundled datasets, labelled ``name[k]``."""
-    from harpe_lab.datasets import list_datasets, load
-
-    out = {}
-    for name in list_datasets():
-        loaded = load(name)
-        for k, c in enumerate(loaded if isinstance(loaded, list) else [loaded]):
-            out[f"{name}[{k}]"] = c
-    return out

@@ -1,0 +1,1 @@
+"""Floor 7, people: the command line."""

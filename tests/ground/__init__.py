@@ -1,0 +1,1 @@
+"""Floor 0, ground: messages, errors, the strategy protocol, secret redaction."""

@@ -1,0 +1,1 @@
+"""Floor 5, judgement: findable facts, evaluation, compaction health, studies."""

@@ -1,0 +1,179 @@
+"""``harpe-lab compare`` and ``harpe-lab tune``: strategies on a user's own sessions, each
+session measured as the CLI's replay measures it, the answer first, the agent's own setting
+for the tuned value."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+
+import pytest
+
+from harpe_lab import datasets
+from harpe_lab.cli import main
+from harpe_lab.conversation import Conversation, Turn
+from harpe_lab.messages import AssistantMessage, Usage, UserInput
+from harpe_lab.study import agent_setting, compare_sessions, totals_by_strategy, tune
+from tests._support.data import REAL_DATA
+
+CLAUDE = REAL_DATA / "claude_code"
+SESSIONS = [CLAUDE / f"{s}.jsonl" for s in ("258c7280-ae70-4798-800f-63464d01a85d",
+                                             "4d5611e5-241a-462a-8d15-5122611a9569")]
+real = pytest.mark.skipif(not CLAUDE.is_dir(), reason="real Claude Code sessions are not on this machine")
+
+
+def bundled() -> list[Conversation]:
+    return [datasets.load(n) for n in datasets.list_datasets()]
+
+
+def run(argv, capsys):
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+class TestCompareSessions:
+    def test_one_row_per_session_strategy_and_budget(self):
+        convs = bundled()
+        frame = compare_sessions(convs, ["full", "chain", "masking"], budgets=[3_000, 6_000], workers=1,
+                                 progress=False)
+        assert len(frame) == len(convs) * 3 * 2
+        assert set(frame.columns) <= set(frame.attrs["columns"])
+        # a preset with no budget knob is replayed once and judged at each budget
+        full = frame[frame["strategy"] == "full"]
+        assert (full.groupby("session")["input_tokens_sum"].nunique() == 1).all()
+        assert all(n.endswith("— no budget knob") or n.startswith("no budget knob") for n in full["budget_note"])
+
+    def test_each_session_is_counted_as_the_cli_counts_it(self, capsys):
+        from importlib.resources import files
+
+        path = files("harpe_lab.datasets.data") / "coding_agent.jsonl"
+        frame = compare_sessions([path], ["summarizing"], budgets=[4_000], workers=1, progress=False)
+        code, out, _ = run(["replay", path, "--strategy", "summarizing", "--budget", "4000", "--format", "json"],
+                           capsys)
+        assert code == 0
+        doc = json.loads(out)
+        assert frame["input_tokens_sum"].iloc[0] == doc["totals"]["input_tokens_sum"]
+        assert frame["compactions"].iloc[0] == doc["totals"]["compactions"]
+
+    def test_the_summarizer_given_is_the_one_the_presets_call(self):
+        from importlib.resources import files
+
+        path = files("harpe_lab.datasets.data") / "coding_agent.jsonl"
+        asked = []
+
+        def distill(rendered):
+            asked.append(rendered)
+            return "The user wants the importer fixed; tests/test_importer.py fails."
+
+        frame = compare_sessions([path], ["summarizing", "full"], budgets=[4_000], workers=1, progress=False,
+                                 distill=distill)
+        calls = frame.set_index("strategy")["distill_calls"]
+        assert calls["summarizing"] == len(asked) > 0 and calls["full"] == 0
+
+    def test_the_same_frame_on_one_process_or_two(self):
+        convs = bundled()
+        one = compare_sessions(convs, ["chain", "summarizing"], budgets=[4_000], workers=1, progress=False)
+        two = compare_sessions(convs, ["chain", "summarizing"], budgets=[4_000], workers=2, progress=False)
+        assert one.equals(two)
+
+    def test_sessions_without_usage_share_a_fit_pooled_over_the_others(self):
+        def session(k: int, with_usage: bool) -> Conversation:
+            turns = []
+            for t in range(6):
+                usage = (Usage(input_tokens=20_000 + 900 * t * (k + 1), output_tokens=10, model="gpt-4o"),) \
+                    if with_usage else ()
+                turns.append(Turn(UserInput("question " * (40 * (t + 1))), (AssistantMessage("answer " * 30),),
+                                  usage=usage))
+            return Conversation(tuple(turns), id=f"s{k}", metadata={"format": "openai"})
+
+        frame = compare_sessions([session(0, True), session(1, True), session(2, False)], ["full"], workers=1,
+                                 progress=False)
+        measures = frame.attrs["measures"]
+        assert measures["s0"].calibrated and measures["s2"].calibrated
+        assert "pooled over 2 sessions" in measures["s2"].counter_name
+        assert measures["s2"].counter is not measures["s0"].counter
+
+
+class TestTotalsAndReport:
+    def test_the_totals_lead_and_a_budget_that_did_not_bind_is_said(self, tmp_path):
+        frame = compare_sessions(bundled(), ["full", "chain"], budgets=[3_000], workers=1, progress=False)
+        totals = totals_by_strategy(frame)
+        full = totals[totals["strategy"] == "full"].iloc[0]
+        assert not full["budget_met"] and "no budget knob" in full["budget_note"]
+        from harpe_lab.study_report import write_study_report
+
+        index = write_study_report(frame, tmp_path)
+        page = index.read_text()
+        assert page.index("The answer") < page.index("Per session") < page.index("How each session was measured")
+        assert "Cheapest with prompt caching" in page or "No strategy kept" in page
+        assert all((tmp_path / name).is_file() for name in ("cost.png", "session_0.png"))
+
+
+@real
+@pytest.mark.real_data
+class TestOnRealSessions:
+    def test_compare_from_the_command_line(self, tmp_path, capsys):
+        code, out, err = run(["compare", *SESSIONS, "--strategies", "full,claude-code,chain,masking,trimming",
+                              "--budget", "120000", "--out", tmp_path / "report", "--workers", "1"], capsys)
+        assert code == 0, err
+        assert "fitted to 102 recorded requests" in out and "claude-opus-4-6 input 5" in out
+        table = out.split("\n\n", 1)[1]
+        assert table.splitlines()[0].split()[:3] == ["strategy", "budget", "sessions"]
+        assert len(table.strip().splitlines()) == 1 + 5
+        csv = (tmp_path / "report" / "compare.csv").read_text().splitlines()
+        assert len(csv) == 1 + 2 * 5
+        page = (tmp_path / "report" / "index.html").read_text()
+        assert "recorded auto compaction before request 103" in page
+
+    def test_compare_in_a_real_process(self, tmp_path):
+        proc = subprocess.run([sys.executable, "-m", "harpe_lab", "compare", str(SESSIONS[1]), "--strategies",
+                               "full,claude-code", "--format", "json", "--workers", "1"],
+                              capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+        doc = json.loads(proc.stdout)
+        cc = next(r for r in doc["sessions"] if r["strategy"] == "claude-code")
+        assert cc["recorded_first_compaction"] == 62 and abs(cc["first_compaction"] - 62) <= 2
+
+    def test_tune_recommends_a_claude_code_threshold_and_names_the_variable(self, capsys):
+        code, out, err = run(["tune", SESSIONS[1], "--strategy", "claude-code", "--knob", "high_water=60000:166000",
+                              "--points", "3", "--workers", "1"], capsys)
+        assert code == 0, err
+        line = next(x for x in out.splitlines() if x.startswith("recommended: high_water = "))
+        value = int(line.split("= ")[1].split()[0].replace(",", ""))
+        assert 60_000 <= value <= 166_000
+        setting = next(x for x in out.splitlines() if x.startswith("export CLAUDE_AUTOCOMPACT_PCT_OVERRIDE="))
+        pct = int(setting.split("=")[1].split()[0])
+        assert pct == math.floor(100 * value / 180_000)
+
+
+class TestTune:
+    def test_the_least_cost_is_recommended_and_the_grid_refined_around_it(self):
+        result = tune(bundled(), "chain", knob="n", lo=10, hi=80, points=4, pricing="openai/gpt-4o", workers=1,
+                      progress=False)
+        f = result.frame
+        assert len(f) > 4 and result.value in set(f["n"]) and result.knob == "n"
+        assert f.loc[f["n"] == result.value, "cost_usd_cached"].iloc[0] == f["cost_usd_cached"].min()
+        assert result.reason.startswith("the least cost with caching over 3 sessions: $")
+
+    def test_a_retention_floor_no_value_meets(self):
+        result = tune(bundled(), "chain", knob="n", lo=2, hi=6, points=3, min_retention=1.01, workers=1,
+                      progress=False)
+        assert result.value is None and "retention ≥ 1.01" in result.reason
+
+    def test_the_agents_own_settings(self):
+        assert agent_setting("claude-code", {"high_water": 90_000}).startswith(
+            "export CLAUDE_AUTOCOMPACT_PCT_OVERRIDE=50 ")
+        assert "already" in agent_setting("claude-code", {"high_water": 167_000})
+        assert agent_setting("summarizing", {"high_water": 8000, "low_water": 16000}) == \
+            "SummarizingContext(system, high_water_tokens=8000, low_water_chars=16000)   # Harpe"
+        assert agent_setting("chain", {"n": 5}) == ""
+
+    def test_bad_arguments_are_one_line(self, capsys):
+        code, _, err = run(["tune", "x.jsonl", "--strategy", "chain", "--knob", "n=5"], capsys)
+        assert code == 2 and "--knob takes KNOB=LO:HI" in err and err.count("\n") == 1
+        code, _, err = run(["compare", "x.jsonl", "--strategies", "full", "--budget", "5", "--budgets", "6,7"],
+                           capsys)
+        assert code == 2 and "not both" in err

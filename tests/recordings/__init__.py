@@ -1,0 +1,1 @@
+"""Floor 1, recordings: journals, importers, bundled datasets, generated sessions."""

@@ -1,0 +1,2 @@
+"""Floor 4, running strategies: the replay engine, sweeps, calibration, measuring, sessions,
+the live loop."""

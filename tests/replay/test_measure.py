@@ -1,0 +1,193 @@
+"""Real numbers by default: a recording with provider usage is counted with a counter calibrated
+on it and priced call by call by the model that made each call, and its recorded calls, cost
+and compactions are shown beside the replay — with no option given."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from harpe_lab import ApproxCounter, TiktokenCounter
+from harpe_lab.cli import main
+from harpe_lab.conversation import Conversation, RecordedCompaction, Turn
+from harpe_lab.errors import ConversationIndexError, HarpeLabError
+from harpe_lab.measure import measure
+from harpe_lab.messages import AssistantMessage, Usage, UserInput
+from harpe_lab.models import CallPricing, Pricing
+from harpe_lab.recorded import recorded
+from harpe_lab.replay import replay
+from harpe_lab.strategies.harpe import FullContext
+from harpe_lab.tokens import ScaledCounter
+from tests._support.data import REAL_DATA
+
+CLAUDE = REAL_DATA / "claude_code"
+COMPACTED = ["258c7280-ae70-4798-800f-63464d01a85d", "4d5611e5-241a-462a-8d15-5122611a9569",
+             "8463c716-a2ea-4c14-9efa-87158ebd9f20"]
+real = pytest.mark.skipif(not CLAUDE.is_dir(), reason="real Claude Code sessions are not on this machine")
+
+
+def cli_json(argv, capsys) -> dict:
+    code = main([str(a) for a in argv] + ["--format", "json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    return json.loads(out)
+
+
+def session(requests: list[tuple[str, int, int, int]], *, compact_after: int | None = None) -> Conversation:
+    """One turn per ``(model, input, cache read, output)`` reply, each a real-sized exchange."""
+    turns = []
+    for k, (model, tokens, read, out) in enumerate(requests):
+        usage = Usage(input_tokens=tokens, output_tokens=out, cache_read_tokens=read, model=model)
+        turns.append(Turn(UserInput(f"question {k}: " + "word " * 400),
+                          (AssistantMessage("answer " * 200),), usage=(usage,)))
+    compactions = () if compact_after is None else (RecordedCompaction(turn=compact_after, trigger="auto",
+                                                                        pre_tokens=9_999),)
+    return Conversation(tuple(turns), id="mixed", metadata={"format": "openai"}, compactions=compactions)
+
+
+class TestCalibratedByDefault:
+    @real
+    @pytest.mark.real_data
+    @pytest.mark.parametrize("name", COMPACTED + ["short", "subagent", "tool_heavy"])
+    def test_full_costs_what_the_provider_billed(self, name, capsys):
+        """The default CLI replay of `full` within 5% of the recorded cost with caching,
+        request for request, up to the first recorded compaction."""
+        doc = cli_json(["replay", CLAUDE / f"{name}.jsonl"], capsys)
+        assert doc["calibrated"] and doc["counter"] == "cl100k_base"
+        points = doc["recorded"]["compactions"]
+        cut = points[0]["request"] if points else math.inf
+        s = recorded(_load(CLAUDE / f"{name}.jsonl")).calls
+        calls = s[s["request"] < cut]
+        mine = sum(r["cost_usd_cached"] for r in doc["requests"] if r["request"] in set(calls["request"]))
+        theirs = float(calls["cost_usd_cached"].sum())
+        assert theirs > 0 and abs(mine / theirs - 1) < 0.05, (mine, theirs)
+        # the JSON states the same comparison the table's last line does, over the same calls
+        stated = doc["cost_against_recorded"]
+        assert stated["calls"] == len(calls) and stated["until_request"] == (points[0]["request"] if points else None)
+        assert stated["replayed_usd"] == pytest.approx(mine, abs=1e-5)
+        assert stated["recorded_usd"] == pytest.approx(theirs, abs=1e-5)
+
+    @real
+    @pytest.mark.real_data
+    @pytest.mark.parametrize("name", COMPACTED)
+    def test_claude_code_compacts_where_the_agent_did(self, name, capsys):
+        doc = cli_json(["replay", CLAUDE / f"{name}.jsonl", "--strategy", "claude-code"], capsys)
+        (point,) = doc["recorded"]["compactions"]
+        assert point["trigger"] == "auto" and point["tokens_before"] > 160_000 and point["tokens_after"] < 50_000
+        assert doc["replayed_compactions"], "the default claude-code never fired on a session that compacted"
+        assert abs(doc["replayed_compactions"][0] - point["request"]) <= 2
+
+    @real
+    @pytest.mark.real_data
+    def test_the_header_says_what_was_fitted_and_what_happened(self, capsys):
+        assert main(["replay", str(CLAUDE / f"{COMPACTED[1]}.jsonl"), "--strategy", "claude-code"]) == 0
+        out = capsys.readouterr().out
+        head = out.split("\n\n")[0]
+        assert "counter: cl100k_base fitted to 61 recorded requests" in head
+        assert "k tokens per request not in the file, median error" in head
+        assert "claude-opus-4-6 input 5, output 25, cache read 0.5, cache write 6.25 (×1.25), TTL 5 min" in head
+        assert "recorded auto compaction before request 62: 170,251 → 36,081 tokens (85% of the window)" in head
+        assert "replayed compactions: 1 at request 62 · recorded: 1 at request 62" in out
+
+    @real
+    @pytest.mark.real_data
+    def test_explicit_counter_is_calibrated_and_no_calibrate_turns_it_off(self, capsys):
+        path = CLAUDE / f"{COMPACTED[1]}.jsonl"
+        o200k = cli_json(["replay", path, "--counter", "o200k_base"], capsys)
+        assert o200k["calibrated"] and o200k["counter"] == "o200k_base"
+        raw = cli_json(["replay", path, "--no-calibrate"], capsys)
+        assert not raw["calibrated"] and raw["calibration"] is None
+        # the file lacks Claude Code's ~26k-token system prompt and tools: raw counts fall far short
+        first = lambda d: d["requests"][0]["input_tokens"]  # noqa: E731
+        assert first(raw) < 1_000 < 25_000 < first(o200k)
+
+    def test_a_recording_without_usage_says_it_is_uncalibrated(self):
+        conv = Conversation((Turn(UserInput("hello"), (AssistantMessage("hi"),)),), id="plain")
+        m = measure(conv)
+        assert not m.calibrated and m.calibration is None and m.pricing is None
+        assert "uncalibrated: the recording has no provider usage" in m.counter_line()
+        assert m.lines()[1].startswith("prices: none")
+
+    def test_a_calibrated_counter_is_not_calibrated_again(self):
+        conv = session([("gpt-4o", 3_000 + 700 * k, 0, 50) for k in range(6)])
+        given = ScaledCounter(ApproxCounter(), 1.5, 100)
+        m = measure(conv, counter=given)
+        assert m.counter is given and m.calibration is None
+
+
+class TestPricedPerCall:
+    def test_each_call_is_priced_by_its_own_model(self):
+        conv = session([("claude-opus-4-6", 3_000, 0, 100), ("claude-haiku-4-5", 3_500, 0, 40),
+                        ("claude-opus-4-6", 4_000, 0, 100)])
+        counter = TiktokenCounter()
+        frame = replay(conv, lambda: FullContext(""), counter=counter, pricing="auto").requests
+        opus, haiku = Pricing.for_model("claude-opus-4-6"), Pricing.for_model("claude-haiku-4-5")
+        for row, price in zip(frame.itertuples(), (opus, haiku, opus)):
+            assert row.cost_usd == pytest.approx(row.input_tokens * price.input + row.output_tokens * price.output)
+        # caches are per model: the Haiku call reads nothing another model wrote
+        assert frame["cache_read_tokens"].iloc[1] == 0
+        # priced all as Opus, the same replay costs more
+        as_opus = replay(conv, lambda: FullContext(""), counter=counter, pricing="claude-opus-4-6").requests
+        assert as_opus["cost_usd"].sum() > frame["cost_usd"].sum()
+
+    def test_the_recorded_cost_uses_each_call_s_model_and_cache_prices(self):
+        conv = session([("claude-opus-4-6", 3_000, 0, 100), ("claude-haiku-4-5", 3_500, 2_000, 40)])
+        rec = recorded(conv)
+        opus, haiku = Pricing.for_model("claude-opus-4-6"), Pricing.for_model("claude-haiku-4-5")
+        assert rec.models == {"claude-opus-4-6": 1, "claude-haiku-4-5": 1}
+        assert rec.cost_usd_cached == pytest.approx(
+            3_000 * opus.input + 100 * opus.output + 1_500 * haiku.input + 2_000 * haiku.cache_read
+            + 40 * haiku.output)
+
+    def test_a_model_not_in_the_price_table_is_named(self):
+        conv = session([("claude-opus-4-6", 3_000, 0, 100)] * 2 + [("our-own-model-7", 3_000, 0, 100)])
+        m = measure(conv)
+        assert isinstance(m.pricing, CallPricing) and m.pricing.unpriced == ("our-own-model-7",)
+        assert any("not in the price table, priced as claude-opus-4-6: our-own-model-7" in n for n in m.notes)
+
+    def test_the_header_lists_every_model_s_prices(self):
+        m = measure(session([("claude-opus-4-6", 3_000, 0, 100), ("claude-haiku-4-5", 3_500, 0, 40)]))
+        line = m.pricing_line()
+        assert line.startswith("prices (per call, USD per million tokens): ")
+        assert "claude-opus-4-6 input 5, output 25" in line and "claude-haiku-4-5 input 1, output 5" in line
+        prices = m.as_dict()["pricing"]
+        assert prices["claude-opus-4-6"]["cache_write_multiplier"] == pytest.approx(1.25)
+        assert prices["claude-opus-4-6"]["cache_ttl_seconds"] == 300
+
+
+class TestRecorded:
+    def test_a_compaction_is_placed_at_the_request_after_it(self):
+        conv = session([("gpt-4o", 3_000 + 1_000 * k, 0, 50) for k in range(5)], compact_after=3)
+        (point,) = recorded(conv).compactions
+        assert (point.request, point.tokens_before, point.tokens_after) == (3, 9_999, 6_000)
+
+    @pytest.mark.real_data
+    @pytest.mark.skipif(not (REAL_DATA / "codex").is_dir(), reason="real Codex sessions are not on this machine")
+    def test_the_real_codex_compaction(self):
+        path = next((REAL_DATA / "codex").glob("rollout-2026-02-23T12-54-34-*.jsonl"))
+        rec = recorded(_load(path))
+        (point,) = rec.compactions
+        assert (point.tokens_before, point.tokens_after, rec.window) == (209_950, 48_297, 258_400)
+        assert rec.calls.set_index("request").loc[point.request, "input_tokens"] == 48_297
+
+
+class TestIndex:
+    def test_a_bad_index_lists_the_ids(self, tmp_path, capsys):
+        path = tmp_path / "two.json"
+        chat = {"messages": [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]}
+        path.write_text(json.dumps([chat, chat]))
+        with pytest.raises(ConversationIndexError) as caught:
+            _load(path, index=5)
+        assert isinstance(caught.value, HarpeLabError) and "positions 0 to 1" in str(caught.value)
+        assert main(["replay", str(path), "--index", "5"]) == 1
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "index 5 is out of range; the file holds 2" in err
+        assert main(["replay", str(path), "--index", "1"]) == 0
+
+
+def _load(path, index=None):
+    from harpe_lab.importers import load_any
+
+    return load_any(path, index=index)

@@ -1,0 +1,1 @@
+"""Aider's history summarization (`harpe_lab.strategies.aider`)."""

@@ -1,0 +1,1 @@
+"""Anthropic's tool-result clearing and Claude Code's auto-compact."""

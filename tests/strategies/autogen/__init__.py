@@ -1,0 +1,1 @@
+"""AutoGen's model contexts (`harpe_lab.strategies.autogen`)."""

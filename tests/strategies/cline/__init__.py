@@ -1,0 +1,1 @@
+"""Cline's compaction (`harpe_lab.strategies.cline`)."""

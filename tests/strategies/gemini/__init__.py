@@ -1,0 +1,1 @@
+"""Gemini CLI's chat compression and tool-output masking (`harpe_lab.strategies.gemini`)."""

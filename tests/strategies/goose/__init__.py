@@ -1,0 +1,1 @@
+"""Goose's context management (`harpe_lab.strategies.goose`)."""

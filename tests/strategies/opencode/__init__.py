@@ -1,0 +1,1 @@
+"""OpenCode's session compaction (`harpe_lab.strategies.opencode`)."""

@@ -1,0 +1,1 @@
+"""Roo Code's condensing (`harpe_lab.strategies.roo`)."""

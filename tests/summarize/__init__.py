@@ -1,0 +1,1 @@
+"""Floor 3, the distillers (`harpe_lab.summarize`)."""

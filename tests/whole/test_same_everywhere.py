@@ -1,0 +1,69 @@
+"""One real session gives the same totals on every surface: the CLI's default replay, the
+Explorer, notebook 06 and the report — each measuring it the same way by default."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from harpe_lab.cli import main
+from tests._support.data import REAL_DATA, ROOT
+
+SESSION = REAL_DATA / "claude_code" / "4d5611e5-241a-462a-8d15-5122611a9569.jsonl"
+NOTEBOOK = ROOT / "notebooks" / "06_agent_sessions.ipynb"
+KEYS = ("requests", "input_tokens_sum", "input_tokens_max", "compactions", "overshoots", "distill_calls",
+        "cache_read_tokens_sum", "cache_write_tokens_sum", "cost_usd", "cost_usd_cached")
+
+pytestmark = [pytest.mark.real_data, pytest.mark.slow,
+              pytest.mark.skipif(not SESSION.is_file(), reason="real Claude Code sessions are not on this machine")]
+
+
+def cli_totals(strategy: str, capsys) -> dict:
+    assert main(["replay", str(SESSION), "--strategy", strategy, "--format", "json"]) == 0
+    return json.loads(capsys.readouterr().out)["totals"]
+
+
+def notebook_totals(monkeypatch) -> dict[str, dict]:
+    """Notebook 06 run on the session (HARPE_LAB_SESSION), then asked for its replays' totals."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    monkeypatch.setenv("HARPE_LAB_SESSION", str(SESSION))
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    nb = nbformat.read(str(NOTEBOOK), as_version=4)
+    probe = nbformat.v4.new_code_cell(
+        "import json\nprint('TOTALS ' + json.dumps({'full': full.totals(), 'claude-code': as_claude_code.totals()}))")
+    nb.cells.append(probe)
+    NotebookClient(nb, timeout=600, kernel_name="python3",
+                   resources={"metadata": {"path": str(NOTEBOOK.parent)}}).execute()
+    text = "".join(o.get("text", "") for o in probe.outputs if o.get("output_type") == "stream")
+    return json.loads(next(line for line in text.splitlines() if line.startswith("TOTALS "))[len("TOTALS "):])
+
+
+def test_the_cli_the_explorer_notebook_06_and_the_report_agree(capsys, monkeypatch, tmp_path):
+    from harpe_lab.demo import run_demo
+    from harpe_lab.importers import load_any
+    from harpe_lab.widgets import Explorer
+
+    cli = {name: cli_totals(name, capsys) for name in ("full", "claude-code")}
+    explorer = {}
+    for name in ("full", "claude-code"):
+        e = Explorer(str(SESSION), strategy=name, datasets=False)
+        explorer[name] = e.replay.totals()
+    notebook = notebook_totals(monkeypatch)
+    run = run_demo(tmp_path, conversations={"session": load_any(SESSION)}, strategies=("full", "claude-code"),
+                   echo=lambda _: None)
+    assert run.is_file()
+    from harpe_lab.demo import demo_measure, demo_replays
+
+    conv = load_any(SESSION)
+    m = demo_measure(conv)
+    report = {k: r.totals() for k, r in demo_replays(conv, counter=m.counter, pricing=m.pricing,
+                                                     strategies=("full", "claude-code"), defaults=True).replays.items()
+              if k in ("full", "claude-code")}
+    for name in ("full", "claude-code"):
+        for key in KEYS:
+            values = [cli[name][key], explorer[name][key], notebook[name][key], report[name][key]]
+            assert all(v == pytest.approx(values[0], rel=1e-9) for v in values), (name, key, values)
+    assert cli["claude-code"]["compactions"] >= 1 and cli["full"]["cost_usd_cached"] > 0
