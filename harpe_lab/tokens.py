@@ -351,7 +351,7 @@ def _load_encoding(name: str) -> Any:
 #   after it), and nothing before it looks at the space.
 #
 # No alternative looks behind the place it starts, so the right chunk splits as it did in the
-# whole text. Any other pattern (another tiktoken's) is counted whole. tests/test_tokens.py
+# whole text. Any other pattern (another tiktoken's) is counted whole. tests/counting/test_tokens.py
 # checks chunked counts against tiktoken's on adversarial text, and replays with and without.
 _CHUNKABLE_PATTERNS = frozenset({
     # cl100k_base, as tiktoken 0.14 writes it

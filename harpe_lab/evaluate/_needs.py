@@ -35,7 +35,7 @@ redacted text       a sanitizer's marker, ``[REDACTED_ARGUMENTS len=83 sha=b4e1e
 
 A reference shorter than 4 characters is left out, and so is one made of common words only.
 Its precision was measured on a labelled sample of references from real sessions
-(``tests/test_needs.py``, the labels kept as hashes, never the text).
+(``tests/judgement/test_needs.py``, the labels kept as hashes, never the text).
 """
 
 from __future__ import annotations

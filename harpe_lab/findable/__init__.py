@@ -83,7 +83,7 @@ recall 0.942 tuning; 0.950 / 0.943 held out. Round 3 (LongMemEval multi-session 
 temporal-reasoning, whose held-out false finds were counts and an order found by
 coincidence) tuned on all 516: 0.989 / 0.942 on the first 333, 0.983 / 0.951 on round 2's
 183 — no false find left among LongMemEval's multi-session and temporal-reasoning probes,
-LoCoMo multi-hop 0.959 / 0.887 over both (`tests/test_findable.py` pins each a little under;
+LoCoMo multi-hop 0.959 / 0.887 over both (`tests/judgement/test_findable.py` pins each a little under;
 fresh held-out labels measure round 3). Over a whole conversation rather than the evidence,
 it finds 3 of the 165 labelled answers that are judgements or computed values (round 2: 20)
 and 301 of the 312 labelled findable. Round 4: round 3's 77 fresh held-out LongMemEval labels

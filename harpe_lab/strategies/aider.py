@@ -46,7 +46,7 @@ the summary: those lines, run with a summarizer taking 50 ms under Python 3.11, 
 summaries of 200 with a commit notice and 200 of 200 without. Recordings hold no such notices;
 this module summarizes as Aider does after an exchange without one.
 `harpe_lab.peers.aider` runs Aider's own ``ChatSummary`` behind the same seam
-(`AiderContext`'s ``summarizer``), and ``tests/test_cline_aider.py`` shows identical requests.
+(`AiderContext`'s ``summarizer``), and ``tests/strategies/aider/test_aider_peer.py`` shows identical requests.
 """
 
 from __future__ import annotations

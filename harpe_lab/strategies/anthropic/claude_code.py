@@ -29,8 +29,8 @@ Sources read (Claude Code 2.1.x, the version that wrote the recordings is 2.1.39
   are sent unchanged.
 
 Checked against three real sessions (``docs/strategies.md``, "Claude Code auto-compact,
-checked"; ``tests/test_claude_code_compact.py``): driven with the usage Claude Code
-recorded, the first compaction happens at the recorded model call with the recorded
+checked"; ``tests/strategies/anthropic/test_claude_code_compact.py``): driven with the usage
+Claude Code recorded, the first compaction happens at the recorded model call with the recorded
 ``preTokens``; replayed with a counter calibrated on each session, within one call of it.
 
 * a failed compaction — ``services/compact/compact.ts`` (``compactConversation``) and

@@ -52,7 +52,7 @@ Sources read, cline/cline at commit 21cb8d2525bcedf1f4b6890b27a74a14fe7451e4 (20
 Checked against Cline's own output: ``../shared/data/real/cline/`` holds a real session and
 what ``compact-session.ts`` made of it; `BasicCompaction.compact_manually` produces every
 message of ``basic.compaction.json``, text for text, and `AgenticCompaction` the messages
-``agentic.compaction.json`` keeps (``tests/test_cline_aider.py``).
+``agentic.compaction.json`` keeps (``tests/strategies/cline/test_cline.py``).
 
 Mapped onto harpe_lab's messages: a `UserInput` is a typed prompt (its text split back into
 the SDK's text blocks and ``file`` blocks, which Cline sends, and our importer renders, as
