@@ -19,13 +19,14 @@ pytestmark = [pytest.mark.real_data, pytest.mark.slow,
               pytest.mark.skipif(not SESSION.is_file(), reason="real Claude Code sessions are not on this machine")]
 
 
-def cli_totals(strategy: str, capsys) -> dict:
+def cli_json(strategy: str, capsys) -> dict:
     assert main(["replay", str(SESSION), "--strategy", strategy, "--format", "json"]) == 0
-    return json.loads(capsys.readouterr().out)["totals"]
+    return json.loads(capsys.readouterr().out)
 
 
-def notebook_totals(monkeypatch) -> dict[str, dict]:
-    """Notebook 06 run on the session (HARPE_LAB_SESSION), then asked for its replays' totals."""
+def notebook_totals(monkeypatch) -> tuple[dict[str, dict], str]:
+    """Notebook 06 run on the session (HARPE_LAB_SESSION), then asked for its replays' totals;
+    and what its cells printed."""
     import nbformat
     from nbclient import NotebookClient
 
@@ -37,8 +38,10 @@ def notebook_totals(monkeypatch) -> dict[str, dict]:
     nb.cells.append(probe)
     NotebookClient(nb, timeout=600, kernel_name="python3",
                    resources={"metadata": {"path": str(NOTEBOOK.parent)}}).execute()
-    text = "".join(o.get("text", "") for o in probe.outputs if o.get("output_type") == "stream")
-    return json.loads(next(line for line in text.splitlines() if line.startswith("TOTALS "))[len("TOTALS "):])
+    printed = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs
+                      if o.get("output_type") == "stream")
+    totals = next(line for line in printed.splitlines() if line.startswith("TOTALS "))[len("TOTALS "):]
+    return json.loads(totals), printed
 
 
 def test_the_cli_the_explorer_notebook_06_and_the_report_agree(capsys, monkeypatch, tmp_path):
@@ -46,12 +49,13 @@ def test_the_cli_the_explorer_notebook_06_and_the_report_agree(capsys, monkeypat
     from harpe_lab.importers import load_any
     from harpe_lab.widgets import Explorer
 
-    cli = {name: cli_totals(name, capsys) for name in ("full", "claude-code")}
+    as_json = {name: cli_json(name, capsys) for name in ("full", "claude-code")}
+    cli = {name: as_json[name]["totals"] for name in as_json}
     explorer = {}
     for name in ("full", "claude-code"):
         e = Explorer(str(SESSION), strategy=name, datasets=False)
         explorer[name] = e.replay.totals()
-    notebook = notebook_totals(monkeypatch)
+    notebook, printed = notebook_totals(monkeypatch)
     run = run_demo(tmp_path, conversations={"session": load_any(SESSION)}, strategies=("full", "claude-code"),
                    echo=lambda _: None)
     assert run.is_file()
@@ -67,3 +71,8 @@ def test_the_cli_the_explorer_notebook_06_and_the_report_agree(capsys, monkeypat
             values = [cli[name][key], explorer[name][key], notebook[name][key], report[name][key]]
             assert all(v == pytest.approx(values[0], rel=1e-9) for v in values), (name, key, values)
     assert cli["claude-code"]["compactions"] >= 1 and cli["full"]["cost_usd_cached"] > 0
+    # the cost up to the recorded compaction, which the CLI prints beside the recorded bill:
+    # the notebook counts the same recorded calls
+    against = as_json["full"]["cost_against_recorded"]
+    assert (f"before the first recorded compaction ({against['calls']} recorded calls): "
+            f"recorded ${against['recorded_usd']:,.2f}, replayed full ${against['replayed_usd']:,.2f}") in printed
