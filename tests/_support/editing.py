@@ -33,6 +33,21 @@ def assert_pairs_by_ids(messages) -> None:
             assert [c.id for c in messages[k - 1].calls] == [r.id for r in m.results], f"result ids changed at {k}"
 
 
+def assert_the_promise(compaction, previous: tuple, since: list, aborted: bool) -> None:
+    """A request's `Compaction.edits` kept against the request before it (``previous``) and the
+    messages appended since (``since``): the same messages but at the positions named, and
+    ``compacted`` exactly when one of those differs. After an aborted turn what it appended is
+    gone, so no promise can hold."""
+    new = compaction.rendered.messages
+    assert_pairs_by_ids(new)
+    assert not (aborted and compaction.edits is not None), "what the aborted turn appended is gone: no promise"
+    if compaction.edits is not None:
+        base = previous + tuple(since)
+        assert len(new) == len(base)
+        differs = {k for k, (a, b) in enumerate(zip(new, base)) if a is not b}
+        assert differs <= set(compaction.edits) and compaction.compacted == bool(differs)
+
+
 def assert_an_edit(before, after) -> None:
     """``after`` is ``before`` with some tool results / call inputs replaced in place."""
     assert len(after) == len(before)

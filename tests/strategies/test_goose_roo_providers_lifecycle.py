@@ -16,7 +16,7 @@ from harpe_lab.strategies.openai import realtime
 from harpe_lab.strategies._lifecycle import TurnLifecycle
 from harpe_lab.tokens import BytesCounter
 from tests._support.builders import call, reply, results, user
-from tests._support.editing import SYSTEM, assert_pairs_by_ids, conversations
+from tests._support.editing import SYSTEM, assert_the_promise, conversations
 
 COUNTER = BytesCounter()
 
@@ -244,16 +244,9 @@ class TestProperties:
         def compact() -> None:
             nonlocal previous, since, aborted
             c = ctx.compact()
-            new = c.rendered.messages
-            assert_pairs_by_ids(new)
-            assert not (aborted and c.edits is not None), "what the aborted turn appended is gone: no promise"
-            if c.edits is None:
-                assert c.compacted
-            else:
-                assert c.edits == () and not c.compacted
-                assert len(new) == len(previous) + len(since)
-                assert all(a is b for a, b in zip(new, previous + tuple(since)))
-            previous, since, aborted = new, [], False
+            assert_the_promise(c, previous, since, aborted)
+            assert c.compacted if c.edits is None else c.edits == ()  # these never edit in place
+            previous, since, aborted = c.rendered.messages, [], False
 
         for turn, usages, cut in plan:
             ctx.begin_turn(turn.input)

@@ -27,7 +27,7 @@ from harpe_lab.strategies.codex import (
 from harpe_lab.strategies.codex._compact import _estimate
 from harpe_lab.strategies.editing import EditContext, Edits
 from tests._support.builders import call, reply, results, user
-from tests._support.editing import SYSTEM, assert_pairs_by_ids, conversations
+from tests._support.editing import SYSTEM, assert_the_promise, conversations
 
 _fast = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -162,15 +162,12 @@ def _play(ctx, plan, *, skip_aborted: bool) -> list:
     def compact(record: bool) -> None:
         nonlocal previous, since, aborted
         c = ctx.compact()
+        assert_the_promise(c, previous, since, aborted)
         new = c.rendered.messages
-        assert_pairs_by_ids(new)
-        assert not (aborted and c.edits is not None), "what the aborted turn appended is gone: no promise"
         if c.edits is None:
             assert c.compacted or aborted or not previous
         else:
-            assert c.edits == () and not c.compacted
-            assert len(new) == len(previous) + len(since)
-            assert all(a is b for a, b in zip(new, previous + tuple(since)))
+            assert c.edits == ()  # Codex never edits in place
         previous, since, aborted = new, [], False
         if record:
             out.append((new, c.compacted, ctx.tokens, ctx.summary))

@@ -11,7 +11,7 @@ from harpe_lab.messages import AssistantMessage, Rendered, ToolResults, Usage, U
 from harpe_lab.strategies import opencode
 from harpe_lab.strategies._lifecycle import TurnLifecycle
 from tests._support.builders import call, reply, results, user
-from tests._support.editing import SYSTEM, assert_pairs_by_ids, conversations
+from tests._support.editing import SYSTEM, assert_the_promise, conversations
 
 
 class _Distiller:
@@ -132,17 +132,9 @@ class TestProperties:
         def compact() -> None:
             nonlocal previous, since, aborted
             c = ctx.compact()
-            new = c.rendered.messages
-            assert_pairs_by_ids(new)
-            assert not (aborted and c.edits is not None), "what the aborted turn appended is gone: no promise"
-            if c.edits is None:
-                assert c.compacted
-            else:
-                base = previous + tuple(since)
-                assert len(new) == len(base)
-                differs = tuple(k for k, (a, b) in enumerate(zip(new, base)) if a is not b)
-                assert set(differs) <= set(c.edits) and c.compacted == bool(differs)
-            previous, since, aborted = new, [], False
+            assert_the_promise(c, previous, since, aborted)
+            assert c.edits is not None or c.compacted
+            previous, since, aborted = c.rendered.messages, [], False
 
         for turn, usages, cut in plan:
             ctx.begin_turn(turn.input)
