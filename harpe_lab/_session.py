@@ -125,18 +125,33 @@ class ProviderSession:
     def append(self, m: Message, turn: int) -> None:
         n = self._count(m)
         owner = self._owner.get(id(m))
-        self._tok.append(self.tokens + n)
-        self._syn.append(self.made_up_tokens + (n if owner is None else 0))
-        self._org.append(self.originals + (owner is not None))
+        tok = self._tok
+        if tok:  # `_grow`, written out: this runs once per message of the recording
+            tok.append(tok[-1] + n)
+            syn = self._syn
+            syn.append(syn[-1] + (n if owner is None else 0))
+            org = self._org
+            org.append(org[-1] + (owner is not None))
+        else:
+            self._grow(n, owner is not None)
         self.tail.append(m)
         self.turn_tokens = self.turn_tokens + n if owner == turn else 0
 
     def _push(self, m: Message) -> None:
-        n = self._count(m)
-        original = self._owner.get(id(m)) is not None
-        self._tok.append(self.tokens + n)
-        self._syn.append(self.made_up_tokens + (0 if original else n))
-        self._org.append(self.originals + original)
+        self._grow(self._count(m), self._owner.get(id(m)) is not None)
+
+    def _grow(self, n: int, original: bool) -> None:
+        """The sums of one more message of ``n`` tokens (once per message appended, so the
+        lists are read here rather than through the properties)."""
+        tok, syn, org = self._tok, self._syn, self._org
+        if tok:
+            tok.append(tok[-1] + n)
+            syn.append(syn[-1] + (0 if original else n))
+            org.append(org[-1] + original)
+        else:
+            tok.append(n)
+            syn.append(0 if original else n)
+            org.append(int(original))
 
     def sent(self) -> None:
         """A request went out: the next one shares all of it so far."""

@@ -19,7 +19,7 @@ class Listener:
         self.counter = counter
         self.request = self.turn = 0
         self.folded = False  # a ContextCompacted since the last request
-        self.distill = [0, 0, 0]  # calls, input tokens, output tokens since the last request
+        self.distill = [0, 0, 0]  # calls, input tokens, output tokens since the last request (the engine resets it)
         self.fallbacks: list[Any] = []
         self.closed = False
 
@@ -44,7 +44,3 @@ class Listener:
         if self.on_event is not None:
             self.on_event(ev)
 
-    def take_distill(self) -> tuple[int, int, int]:
-        calls, tin, tout = self.distill
-        self.distill = [0, 0, 0]
-        return calls, tin, tout

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from functools import partial
 from typing import Any, Callable, Mapping, Sequence
 
 from .._checks import Invariants
@@ -16,12 +17,14 @@ from ..protocol import DeclaresLimit, DistillFallbackWarning, HoldsSummary, Limi
 from ..tokens import REPLY_PRIMING, Primes
 from ._frame import REQUEST_COLUMNS, Replay, ReplayEvent, RequestRow
 from ._listener import Listener
-from ._pricing import Call, price_call
-from ._recording import Recording, rounds
+from ._pricing import UNPRICED, Call, price_call
+from ._recording import recording
 
 __all__ = ["replay"]
 
 _LIFECYCLE = ("begin_turn", "append", "compact", "observe", "commit_turn", "abort_turn")
+
+_new_row = partial(tuple.__new__, RequestRow)  # a RequestRow from the tuple of its fields
 
 
 def replay(
@@ -50,22 +53,34 @@ def replay(
     if not isinstance(conversation, Conversation):
         raise TypeError(f"replay takes a Conversation, got {type(conversation).__name__}")
     run = _Run(conversation, _strategy(context), counter, tuple(tools), pricing, on_event, name)
-    ctx = run.ctx
+    ctx, session = run.ctx, run.session
     for t, turn in enumerate(conversation.turns):
         msgs = run.rec.turns[t]
-        run.begin_turn(t, msgs[0])
-        calls = rounds(msgs[1:]) or [(None, [])]
+        run.start_turn(t)
+        ctx.begin_turn(msgs[0])
+        run.available += 1
+        first = ctx.compact()
+        session.adopt(first.rendered, t, len(run.rows), run.checks, first.edits)
+        calls = run.rec.calls[t]
         for step, (reply, after) in enumerate(calls):
             sent = run.request(t, step, reply)
             if reply is None and not after:
                 break  # a turn that failed or was interrupted before any reply
             if reply is not None:
-                ctx.observe(Usage(input_tokens=sent.input_tokens, output_tokens=sent.output_tokens))
-            for m in ([reply] if reply is not None else []) + after:
-                run.append(m, t)
+                ctx.observe(Usage(sent.input_tokens, sent.output_tokens))
+            for m in ([reply] if reply is not None else []) + after:  # the strategy and the provider both hold it
+                ctx.append(m)
+                session.append(m, t)
+            run.available += len(after) + (reply is not None)
             if after and step + 1 < len(calls):
-                run.compact(t)
-        run.end_turn(turn)
+                n = ctx.compact()
+                if n.compacted:
+                    session.adopt(n.rendered, t, len(run.rows), run.checks, n.edits)
+        if turn.outcome == "answered":
+            ctx.commit_turn()
+        else:
+            ctx.abort_turn()
+            run.available -= len(turn.messages)
     return run.result()
 
 
@@ -93,7 +108,9 @@ class _Run:
         self.counter = counter
         self.tools = tools
         self.strategy = name or type(ctx).__name__
-        self.book = resolve_pricing(pricing, conversation.models(), cache_ttl=conversation.metadata.get("cache_ttl"))
+        self.rec = recording(conversation)
+        models = self.rec.models
+        self.book = resolve_pricing(pricing, models, cache_ttl=conversation.metadata.get("cache_ttl"))
         limit = ctx.limit if isinstance(ctx, DeclaresLimit) else None
         if limit is not None and not isinstance(limit, Limit):
             raise StrategyError(f"{self.strategy}.limit must be a harpe_lab.protocol.Limit or None, got {limit!r}")
@@ -103,7 +120,6 @@ class _Run:
         self.listener = Listener(on_event, counter)
         if isinstance(ctx, ReportsEvents):
             ctx.subscribe(self.listener)
-        self.rec = Recording(conversation)
         if isinstance(counter, Primes):  # every message is counted anyway, faster up front
             counter.prime(self.rec.messages)
         self.checks = Invariants(self.strategy, self.rec.pairs, limit, counter, self.rec.owner)
@@ -120,11 +136,16 @@ class _Run:
         self.available = 0  # messages the full history holds now
         self.prev: tuple[str, int] | None = None  # the previous request's system prompt and length
         self.prev_at: float | None = None  # when the previous request went out (recorded), if known
+        self.gap: float | None = None  # seconds from the previous request to this one, if both are recorded
+        # the current turn, with what its metadata says of its calls' times and cache resets
+        self.turn: Any = None
+        self.times: Sequence[float] = ()
+        self.resets: Sequence[int] = ()
         # the first call's recorded cache reads: the prefix already cached when the session began
         first_usage = conversation.turns[0].usage if conversation.turns else ()
         self.warm = first_usage[0].cache_read_tokens if first_usage and first_usage[0] is not None else 0
         # the model of the current call: the recorded one, else the last one recorded
-        self.model = self.prev_model = next(iter(conversation.models()), "")
+        self.model = self.prev_model = next(iter(models), "")
 
     def fixed_tokens(self, system: str) -> int:
         n = self._fixed.get(system)
@@ -134,43 +155,30 @@ class _Run:
 
     # --- the lifecycle ---------------------------------------------------------------------
 
-    def begin_turn(self, t: int, user_input: Message) -> None:
+    def start_turn(self, t: int) -> None:
+        """Turn ``t`` starts: what its metadata says of its calls' times and cache resets."""
         self.listener.turn = t
-        self.ctx.begin_turn(user_input)
-        self.available += 1
-        first = self.ctx.compact()
-        self.session.adopt(first.rendered, t, len(self.rows), self.checks, first.edits)
-
-    def append(self, message: Message, t: int) -> None:
-        self.ctx.append(message)
-        self.session.append(message, t)
-        self.available += 1
-
-    def compact(self, t: int) -> None:
-        n = self.ctx.compact()
-        if n.compacted:
-            self.session.adopt(n.rendered, t, len(self.rows), self.checks, n.edits)
-
-    def end_turn(self, turn: Any) -> None:
-        if turn.outcome == "answered":
-            self.ctx.commit_turn()
-        else:
-            self.ctx.abort_turn()
-            self.available -= len(turn.messages)
+        turn = self.turn = self.conversation.turns[t]
+        self.times = turn.metadata.get("request_times") or ()
+        self.resets = turn.metadata.get("cache_resets") or ()
 
     # --- one request: measured, priced, recorded ---------------------------------------------
 
     def request(self, t: int, step: int, reply: Message | None) -> RequestRow:
         """The request the session holds now, as the provider would see, cache and bill it."""
-        session, turn, i = self.session, self.conversation.turns[t], len(self.rows)
+        session, turn, i = self.session, self.turn, len(self.rows)
         system = session.system
-        fixed = self.fixed_tokens(system)
+        fixed = self._fixed.get(system)
+        if fixed is None:
+            fixed = self.fixed_tokens(system)
         summary_sys = 0
         if self.base_system is not None and system != self.base_system:
             summary_sys = max(0, fixed - self.fixed_tokens(self.base_system))
-        total, synth = session.tokens, session.made_up_tokens
+        total, synth, turn_tokens = session.tokens, session.made_up_tokens, session.turn_tokens
         input_tokens = fixed + total
-        self.checks.budget_kept(system, session, total, i)
+        checks = self.checks
+        if checks.limit is not None:
+            checks.budget_kept(system, session, total, i)
         prev = self.prev
         same_system = prev is not None and prev[0] == system
         compacted = prev is not None and (prev[0] != system or session.shared < prev[1])
@@ -178,52 +186,57 @@ class _Run:
         cached = fixed - REPLY_PRIMING + session.prefix_tokens(session.shared) if same_system else 0
         usage = turn.usage
         recorded = usage[step] if reply is not None and step < len(usage) else None
-        if recorded is not None and recorded.model:
-            self.model = recorded.model
-        book = self.book
-        price = book.for_call(self.model) if isinstance(book, CallPricing) else book
-        times = turn.metadata.get("request_times") or ()
-        at = times[step] if step < len(times) else None
-        gap = None if at is None or self.prev_at is None else at - self.prev_at
-        same_model = self.model == self.prev_model
-        self.prev_model = self.model
-        if at is not None:  # a request with no time (one the recording never made) refreshes nothing
-            self.prev_at = at
-        folded = self.listener.folded
+        listener = self.listener
+        folded = listener.folded
         if folded:
             self._mark_summarized(t, i)
-            self.listener.folded = False
-        d_calls, d_in, d_out = self.listener.take_distill()
+            listener.folded = False
+        d_calls, d_in, d_out = listener.distill
+        if d_calls:
+            listener.distill = [0, 0, 0]
         out_tokens = 0
         if reply is not None:
             out_tokens = (recorded.output_tokens if recorded is not None and recorded.output_tokens
                           else self.counter.count_message(reply))
-        cost = price_call(price, Call(
+        price = None if self.book is None else self._price(step, recorded)
+        cost = UNPRICED if price is None else price_call(price, Call(
             input_tokens, out_tokens, fixed, cached, first=prev is None, same_system=same_system, compacted=compacted,
-            reset=step in (turn.metadata.get("cache_resets") or ()), same_model=same_model, warm=self.warm, gap=gap,
+            reset=step in self.resets, same_model=self.model == self.prev_model, warm=self.warm, gap=self.gap,
             distill_input_tokens=d_in, distill_output_tokens=d_out))
-        limit = self.limit
-        row = RequestRow(
-            conversation=self.conversation.id, strategy=self.strategy, turn=t, step=step, request=i,
-            outcome=turn.outcome, input_tokens=input_tokens, system_tokens=fixed - summary_sys,
-            summary_tokens=summary_sys + synth, history_tokens=total - synth - session.turn_tokens,
-            turn_tokens=session.turn_tokens, output_tokens=out_tokens,
-            recorded_input_tokens=recorded.input_tokens if recorded is not None else math.nan,
-            messages_sent=session.length, messages_dropped=self.available - session.originals,
-            compacted=compacted, summarized=folded,
-            overshoot_tokens=max(0, input_tokens - limit.tokens) if limit is not None else 0,
-            distill_calls=d_calls, distill_input_tokens=d_in, distill_output_tokens=d_out,
-            cached_prefix_tokens=cached, cache_read_tokens=cost.cache_read_tokens,
-            cache_write_tokens=cost.cache_write_tokens, cost_usd=cost.cost_usd, cost_usd_cached=cost.cost_usd_cached,
-            distill_cost_usd=cost.distill_cost_usd,
-        )  # fmt: skip
+        limit, length = self.limit, session.length
+        # by position, in RequestRow's order (each line's fields named after it), and built in
+        # C: 27 keywords cost 1 µs a request, a tenth of a warm replay
+        row = _new_row((
+            self.conversation.id, self.strategy, t, step, i, turn.outcome,  # conversation … outcome
+            input_tokens, fixed - summary_sys, summary_sys + synth,  # input, system, summary tokens
+            total - synth - turn_tokens, turn_tokens, out_tokens,  # history, turn, output tokens
+            recorded.input_tokens if recorded is not None else math.nan,  # recorded_input_tokens
+            length, self.available - session.originals, compacted, folded,  # messages sent, dropped; compacted, summarized
+            max(0, input_tokens - limit.tokens) if limit is not None else 0,  # overshoot_tokens
+            d_calls, d_in, d_out, cached, *cost,  # distill calls, in, out; cached prefix; the CallCost fields
+        ))  # fmt: skip
         self.rows.append(row)
-        self.sent.add(session.version, session.tail, len(session.tail), system)
+        tail = session.tail
+        self.sent.add(session.version, tail, len(tail), system)
         self.summaries.append(self.ctx.summary if self.holds_summary else "")
-        self.listener.request = i + 1
-        self.prev = (system, session.length)
+        listener.request = i + 1
+        self.prev = (system, length)
         session.sent()
         return row
+
+    def _price(self, step: int, recorded: Usage | None) -> Pricing | None:
+        """The price of this call, its model and its time since the last call noted (the
+        next call's cache depends on them)."""
+        self.prev_model = self.model
+        if recorded is not None and recorded.model:
+            self.model = recorded.model
+        times = self.times
+        at = times[step] if step < len(times) else None
+        self.gap = None if at is None or self.prev_at is None else at - self.prev_at
+        if at is not None:  # a request with no time (one the recording never made) refreshes nothing
+            self.prev_at = at
+        book = self.book
+        return book.for_call(self.model) if isinstance(book, CallPricing) else book
 
     def _mark_summarized(self, t: int, i: int) -> None:
         now = self.session.ids()

@@ -14,7 +14,7 @@ from typing import NamedTuple
 from ..models import Pricing
 from ..tokens import REPLY_PRIMING
 
-__all__ = ["Call", "CallCost", "price_call"]
+__all__ = ["Call", "CallCost", "UNPRICED", "price_call"]
 
 
 class Call(NamedTuple):
@@ -53,7 +53,8 @@ class CallCost(NamedTuple):
     distill_cost_usd: float
 
 
-_UNPRICED = CallCost(0, 0, math.nan, math.nan, math.nan)
+UNPRICED = CallCost(0, 0, math.nan, math.nan, math.nan)
+"""A call with no price: no cache reads or writes, every cost NaN."""
 
 
 def price_call(price: Pricing | None, call: Call) -> CallCost:
@@ -61,7 +62,7 @@ def price_call(price: Pricing | None, call: Call) -> CallCost:
     reads or writes for a provider that caches nothing). The distill calls' input is never
     cached."""
     if price is None:
-        return _UNPRICED
+        return UNPRICED
     read = write = 0
     cache = price.cache
     if cache is not None:

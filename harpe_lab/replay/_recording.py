@@ -4,13 +4,16 @@ distinct object with its id, turn and tool pair."""
 from __future__ import annotations
 
 import copy
+import weakref
 from itertools import chain, count, repeat
 from typing import Sequence
 
 from ..conversation import Conversation
 from ..messages import AssistantMessage, Message, ToolResults
 
-__all__ = ["rounds", "Recording"]
+__all__ = ["rounds", "recording", "Recording"]
+
+_RECORDINGS: dict[int, "Recording"] = {}  # id(conversation) -> its recording, while it lives
 
 
 def rounds(messages: Sequence[Message]) -> list[tuple[Message | None, list[Message]]]:
@@ -30,13 +33,27 @@ def rounds(messages: Sequence[Message]) -> list[tuple[Message | None, list[Messa
     return out
 
 
+def recording(conversation: Conversation) -> "Recording":
+    """``conversation``'s `Recording`, made once per conversation object and kept while it
+    lives: every strategy replayed on a session reads the same (a compare replays each
+    session under every preset)."""
+    key = id(conversation)
+    rec = _RECORDINGS.get(key)
+    if rec is None or rec.source() is not conversation:
+        rec = _RECORDINGS[key] = Recording(conversation)
+        weakref.finalize(conversation, _RECORDINGS.pop, key, None)
+    return rec
+
+
 class Recording:
     """The conversation as the engine replays it: every message position a distinct object
-    (a message object reused in two places is copied), with its id, turn and tool pair."""
+    (a message object reused in two places is copied), with its id, turn and tool pair,
+    and each turn's model calls. Read-only: replays share it (`recording`)."""
 
-    __slots__ = ("turns", "messages", "ids", "owner", "pairs")
+    __slots__ = ("source", "turns", "calls", "messages", "ids", "owner", "pairs", "models")
 
     def __init__(self, conversation: Conversation) -> None:
+        self.source = weakref.ref(conversation)
         self.turns: list[tuple[Message, ...]] = [turn.all_messages for turn in conversation.turns]
         everything = list(chain.from_iterable(self.turns))
         keys = list(map(id, everything))
@@ -63,3 +80,6 @@ class Recording:
         for m, after in zip(everything, everything[1:]):
             if isinstance(after, ToolResults) and isinstance(m, AssistantMessage) and m.calls:
                 self.pairs[id(m)] = self.pairs[id(after)] = (m, after)
+        self.calls = [rounds(msgs[1:]) or [(None, [])] for msgs in self.turns]
+        """Each turn's model calls (`rounds`; a turn with none still makes one request)."""
+        self.models = conversation.models()

@@ -68,7 +68,9 @@ class TurnLifecycle:
         self._mark_turn()
         self._marked = (self._transcript, len(self._transcript))
         self._turn_input = input
-        self.append(input)
+        self._added(input)
+        self._transcript.append(input)
+        self._since.append(input)
 
     def append(self, message: Message) -> None:
         if not isinstance(message, _MESSAGE_TYPES):

@@ -593,3 +593,38 @@ class TestPricingOneCall:
         assert list(engine.RequestRow._fields) == documented
         rp = replay(tool_conversation(), lambda: FullContext(""), counter=COUNTER)
         assert list(rp.requests.columns) == documented
+
+    def test_the_row_ends_with_the_call_s_cost(self):
+        # the engine writes a row by position, its last fields the CallCost's as they come
+        from harpe_lab.replay._frame import RequestRow
+        from harpe_lab.replay._pricing import CallCost
+
+        assert RequestRow._fields[-len(CallCost._fields):] == CallCost._fields
+
+
+class TestOneRecordingPerConversation:
+    """Every strategy replayed on one conversation reads the same `Recording` (a compare
+    replays each session under every preset), for as long as the conversation lives."""
+
+    def test_replays_share_it_and_it_goes_with_the_conversation(self):
+        import gc
+
+        from harpe_lab.replay import _recording
+
+        conv = tool_conversation()
+        first = replay(conv, lambda: FullContext(""), counter=COUNTER)
+        rec = _recording.recording(conv)
+        second = replay(conv, lambda: WindowedContext("", max_chars=10), counter=COUNTER)
+        assert _recording.recording(conv) is rec
+        assert first.sent_ids(0) == second.sent_ids(0)  # the same message ids, from the same recording
+        key = id(conv)
+        del conv, first, second
+        gc.collect()
+        assert key not in _recording._RECORDINGS
+
+    def test_a_conversation_that_repeats_a_message_object_is_replayed_the_same_both_times(self):
+        once = turn("look", reply("", call("c1", "read")), results(("c1", "x")), reply("done"))
+        conv = Conversation((once, once), id="twice")  # one Turn object in two places
+        a = replay(conv, lambda: FullContext(""), counter=COUNTER).requests
+        b = replay(conv, lambda: FullContext(""), counter=COUNTER).requests
+        assert a.equals(b) and list(a["messages_dropped"]) == [0] * len(a)
