@@ -154,27 +154,72 @@ class _Facts:
         }
 
 
+@dataclass(frozen=True)
+class _Measurer:
+    """A session's `Measure` (its counter calibrated on it, its prices): what a compare's
+    sweep prepares where each session's replays run (`sweep`'s ``prepare``)."""
+
+    counter: Any
+    calibrate: bool
+    pricing: Any
+
+    def __call__(self, conversation: Conversation) -> Any:
+        from .measure import measure
+
+        return measure(conversation, counter=self.counter, calibrate=self.calibrate, pricing=self.pricing)
+
+
 def _measures(conversations: Sequence[Conversation], *, counter: Any, calibrate: bool,
               pricing: Any) -> dict[str, Any]:
     """Each session's `Measure`; sessions without usage share a fit pooled over the rest."""
-    from .calibrate import calibrate as fit
-    from .measure import measure
-
-    out = {c.id: measure(c, counter=counter, calibrate=calibrate, pricing=pricing) for c in conversations}
-    fitted = [c for c in conversations if out[c.id].calibration is not None]
-    bare = [c for c in conversations if out[c.id].calibration is None and not out[c.id].calibrated]
-    if calibrate and fitted and bare:
-        import dataclasses
-        import warnings
-
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            pooled = fit(fitted, out[fitted[0].id].calibration.counter.base)
-        for c in bare:
-            out[c.id] = dataclasses.replace(out[c.id], counter=pooled.counter, calibration=pooled,
-                                            counter_name=f"{out[c.id].counter_name} (fit pooled over "
-                                                         f"{_count(len(fitted), 'session')})", uncalibrated_why="")
+    measurer = _Measurer(counter, calibrate, pricing)
+    out = {c.id: measurer(c) for c in conversations}
+    out.update(_pooled(conversations, out, calibrate))
     return out
+
+
+def _swept(convs: list[Conversation], run: Any, measurer: _Measurer, calibrate: bool) -> tuple[Any, dict[str, Any]]:
+    """The sweep's frame and each session's `Measure`. The sessions with usage to fit a
+    counter on are measured where their replays run (``run(sessions, None)``: each counted
+    once, in parallel); the others wait for the fit pooled over them (``run(sessions,
+    measures)``), and so does one whose fit failed, replayed again."""
+    import pandas as pd
+
+    fits = [c for c in convs if not calibrate or _has_usage(c)]
+    frame = run(fits, None) if fits else pd.DataFrame({"conversation": []})
+    made = frame.attrs.get("prepared", {})
+    measures = {c.id: made[c.id] if c.id in made else measurer(c) for c in convs}
+    measures.update(_pooled(convs, measures, calibrate))
+    again = [c for c in convs if c.id not in made or measures[c.id] is not made[c.id]]
+    if again:
+        frame = pd.concat([frame[~frame["conversation"].isin([c.id for c in again])], run(again, measures)],
+                          ignore_index=True)
+    return frame, measures
+
+
+def _has_usage(conversation: Conversation) -> bool:
+    return any(u is not None and u.input_tokens > 0 for turn in conversation.turns for u in turn.usage)
+
+
+def _pooled(conversations: Sequence[Conversation], measures: Mapping[str, Any], calibrate: bool) -> dict[str, Any]:
+    """The measures of the sessions without usage to fit on, with a fit pooled over the
+    sessions that had it (none when every session, or none, was fitted)."""
+    from .calibrate import calibrate as fit
+
+    fitted = [c for c in conversations if measures[c.id].calibration is not None]
+    bare = [c for c in conversations if measures[c.id].calibration is None and not measures[c.id].calibrated]
+    if not (calibrate and fitted and bare):
+        return {}
+    import dataclasses
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pooled = fit(fitted, measures[fitted[0].id].calibration.counter.base)
+    return {c.id: dataclasses.replace(measures[c.id], counter=pooled.counter, calibration=pooled,
+                                      counter_name=f"{measures[c.id].counter_name} (fit pooled over "
+                                                   f"{_count(len(fitted), 'session')})", uncalibrated_why="")
+            for c in bare}
 
 
 def compare_sessions(sources: Iterable[Any], strategies: Sequence[str], *, budgets: Sequence[int] | None = None,
@@ -191,7 +236,7 @@ def compare_sessions(sources: Iterable[Any], strategies: Sequence[str], *, budge
     import pandas as pd
 
     from .presets import get_preset
-    from .sweep import PerConversation, sweep
+    from .sweep import PerConversation, PerStrategy, sweep
 
     from .evaluate import with_probe_turn
 
@@ -204,21 +249,24 @@ def compare_sessions(sources: Iterable[Any], strategies: Sequence[str], *, budge
     for name, value in knobs.items():
         if not any(name in {k.name for k in p.knobs} for p in presets):
             raise StrategyError(f"no strategy of {list(strategies)} has a knob {name!r}")
-    if measures is None:  # `tune` measures once for all its runs
-        measures = _measures(convs, counter=counter, calibrate=calibrate, pricing=pricing)
     facts = _Facts(tuple(budgets or ()))
-    frames = []
-    for with_budget in (True, False):
-        chosen = {p.name: _Preset(p.name, tuple((k, v) for k, v in knobs.items()
-                                                if k in {x.name for x in p.knobs}), window, distill)
-                  for p in presets if (p.budget_knob is not None) == with_budget}
-        if chosen:
-            grid = {"budget": list(budgets)} if budgets and with_budget else None
-            frames.append(sweep(
-                convs, chosen, grid, counter=PerConversation({c.id: measures[c.id].counter for c in convs}),
-                pricing=PerConversation({c.id: measures[c.id].pricing for c in convs}), workers=workers,
-                executor=executor, progress=progress, extra=facts))
-    frame = pd.concat(frames, ignore_index=True)
+    chosen = {p.name: _Preset(p.name, tuple((k, v) for k, v in knobs.items() if k in {x.name for x in p.knobs}),
+                              window, distill) for p in presets}
+    grid = PerStrategy({p.name: {"budget": list(budgets)} for p in presets if p.budget_knob is not None}) \
+        if budgets else None
+
+    measurer = _Measurer(counter, calibrate, pricing)
+
+    def run(sessions: list[Conversation], given: Mapping[str, Any] | None) -> Any:
+        how = dict(prepare=measurer) if given is None else dict(
+            counter=PerConversation({c.id: given[c.id].counter for c in sessions}),
+            pricing=PerConversation({c.id: given[c.id].pricing for c in sessions}))
+        return sweep(sessions, chosen, grid, workers=workers, executor=executor, progress=progress, extra=facts, **how)
+
+    if measures is not None:  # `tune` measures once for all its runs
+        frame = run(convs, measures)
+    else:
+        frame, measures = _swept(convs, run, measurer, calibrate)
     if "budget" not in frame:
         frame["budget"] = math.nan
     rows, sizes, compacted_at = [], {}, {}

@@ -68,11 +68,12 @@ from .conversation import Conversation
 from .errors import StrategyError
 from .replay import replay
 
-__all__ = ["sweep", "grid_points", "PerConversation"]
+__all__ = ["sweep", "grid_points", "PerConversation", "PerStrategy"]
 
 _CHUNKS_PER_WORKER = 4  # fewer chunks than this and the last one to finish leaves workers idle
 _JOBS: tuple | None = None  # what forked workers read instead of unpickling anything
 _WARM: dict[Any, Any] = {}  # in an executor's worker: the first copy of each counter it was sent
+_PREPARED: dict[int, tuple[Conversation, Any]] = {}  # during a sweep, in each process: what `prepare` made
 
 Task = tuple[str, Callable[..., Any], dict[str, Any]]  # strategy name, factory, grid point
 
@@ -129,11 +130,20 @@ def _per(value: Any, conversation: Conversation) -> Any:
 
 def _replay_chunk(conversation: Conversation, chunk: Sequence[Task], counter: Any, tools: tuple,
                   pricing: Any, extra: Callable[[Any, dict[str, Any]], Mapping[str, Any]] | None = None,
-                  ) -> tuple[list[dict[str, Any]], str, float]:  # fmt: skip
-    """The rows of one chunk, this process's name and the CPU seconds this thread spent
-    (thread time: a dask worker runs its own threads beside the task)."""
+                  prepare: Callable[[Conversation], Any] | None = None, memo: bool = True,
+                  ) -> tuple[list[dict[str, Any]], str, float, Any]:  # fmt: skip
+    """The rows of one chunk, this process's name, the CPU seconds this thread spent
+    (thread time: a dask worker runs its own threads beside the task) and what ``prepare``
+    made of the conversation (``None`` without it), which then gives the counter and prices.
+    ``memo``: keep what ``prepare`` made for the next chunk of the conversation in this
+    process (not in an executor's long-lived workers, which are sent a copy every time)."""
     started = time.thread_time()
-    counter, pricing = _per(counter, conversation), _per(pricing, conversation)
+    prepared = None
+    if prepare is not None:
+        prepared = _prepared(prepare, conversation) if memo else prepare(conversation)
+        counter, pricing = prepared.counter, prepared.pricing
+    else:
+        counter, pricing = _per(counter, conversation), _per(pricing, conversation)
     rows = []
     for name, factory, params in chunk:
         kwargs = _accepted(factory, params)
@@ -152,7 +162,15 @@ def _replay_chunk(conversation: Conversation, chunk: Sequence[Task], counter: An
         if extra is not None:
             row.update(extra(result, params))
         rows.append(row)
-    return rows, f"{socket.gethostname()}:{os.getpid()}", time.thread_time() - started
+    return rows, f"{socket.gethostname()}:{os.getpid()}", time.thread_time() - started, prepared
+
+
+def _prepared(prepare: Callable[[Conversation], Any], conversation: Conversation) -> Any:
+    """What ``prepare`` made of ``conversation`` in this process during this sweep."""
+    hit = _PREPARED.get(id(conversation))
+    if hit is None or hit[0] is not conversation:
+        hit = _PREPARED[id(conversation)] = (conversation, prepare(conversation))
+    return hit[1]
 
 
 def _given(factory: Callable[..., Any], **available: Any) -> dict[str, Any]:
@@ -169,24 +187,29 @@ class PerConversation(dict):
     (e.g. a counter calibrated on each session)."""
 
 
+class PerStrategy(dict):
+    """A grid per strategy name, for `sweep`'s ``grid`` (a strategy not in it runs once,
+    with no grid parameters)."""
+
+
 def _run_sent(conversation: Conversation, chunk: Sequence[Task], counter: Any, tools: tuple, pricing: Any,
-              origin: int, extra: Any = None) -> tuple[list[dict[str, Any]], str, float]:  # fmt: skip
+              origin: int, extra: Any = None, prepare: Any = None) -> tuple[list[dict[str, Any]], str, float, Any]:  # fmt: skip
     counter = _per(counter, conversation)
-    if os.getpid() != origin:
+    if os.getpid() != origin and prepare is None:
         # counters pickle without their caches: reuse this worker's warm copy of an equal one
         try:
             counter = _WARM.setdefault(counter, counter)
         except TypeError:  # an unhashable counter of the user's: use it as sent
             pass
-    return _replay_chunk(conversation, chunk, counter, tools, pricing, extra)
+    return _replay_chunk(conversation, chunk, counter, tools, pricing, extra, prepare, memo=os.getpid() == origin)
 
 
-def _run_forked(c: int) -> tuple[list[dict[str, Any]], str, float]:
+def _run_forked(c: int) -> tuple[list[dict[str, Any]], str, float, Any]:
     assert _JOBS is not None
-    conversations, strategies, tasks, chunks, counter, tools, pricing, extra = _JOBS
+    conversations, strategies, tasks, chunks, counter, tools, pricing, extra, prepare = _JOBS
     chunk = [tasks[k] for k in chunks[c]]
     return _replay_chunk(conversations[chunk[0][0]], [(name, strategies[name], p) for _, name, p in chunk], counter,
-                         tools, pricing, extra)  # fmt: skip
+                         tools, pricing, extra, prepare)  # fmt: skip
 
 
 def _usable_cores() -> int:
@@ -200,13 +223,14 @@ def sweep(
     strategies: Mapping[str, Callable[..., Any]],
     grid: Mapping[str, Sequence[Any]] | Sequence[Mapping[str, Any]] | None = None,
     *,
-    counter: Any,
+    counter: Any = None,
     executor: Any = None,
     workers: int | None = None,
     tools: Sequence[Mapping[str, Any]] = (),
     pricing: Any = None,
     progress: bool = True,
     extra: Callable[[Any, dict[str, Any]], Mapping[str, Any]] | None = None,
+    prepare: Callable[[Conversation], Any] | None = None,
 ) -> Any:
     """Replay every conversation under every strategy at every grid point; return one row
     per replay: ``conversation, strategy``, the grid parameters, then the totals.
@@ -223,15 +247,22 @@ def sweep(
     function of the `Replay` and its grid point, adds its columns to each row, computed where
     the replay ran; with it, a strategy that refuses the session (`StrategyError`: a budget
     that cannot hold what it must keep) gives a row whose ``refused`` says why instead of
-    stopping the sweep."""
+    stopping the sweep.
+
+    ``grid`` may be a `PerStrategy` mapping of strategy name to its own grid. ``prepare``,
+    instead of ``counter`` and ``pricing``, is a function of a conversation returning what
+    has its ``counter`` and ``pricing`` (a `harpe_lab.measure.Measure`, say): it runs where
+    the conversation's replays run, once per process, so its work (calibrating a counter on
+    the session) is spread over the workers too and the counter it makes is warm where it is
+    used; what it made of each conversation is in ``frame.attrs["prepared"]`` (by id). With
+    an executor it must pickle (a module-level class or function)."""
     import pandas as pd
     from tqdm.auto import tqdm
 
-    global _JOBS
     convs = [conversations] if isinstance(conversations, Conversation) else list(conversations)
-    executor = _checked(convs, strategies, workers, executor)
-    points = grid_points(grid)
-    tasks = [(ci, name, p) for ci in range(len(convs)) for name in strategies for p in points]
+    executor = _checked(convs, strategies, workers, executor, counter, prepare)
+    points = _points(grid, strategies)
+    tasks = [(ci, name, p) for ci in range(len(convs)) for name in strategies for p in points[name]]
     sizes = [sum(map(message_chars, c.messages())) for c in convs]  # a replay's cost grows with its text
     tools = tuple(tools)
     n = 1 if executor is None and workers == 1 else workers or _usable_cores()
@@ -239,42 +270,49 @@ def sweep(
     bar = tqdm(total=len(tasks), desc="sweep", unit="replay", disable=not progress)
     rows: list[dict[str, Any] | None] = [None] * len(tasks)
     cpu: dict[str, float] = {}
+    prepared: dict[str, Any] = {}
 
-    def collect(c: int, done: tuple[list[dict[str, Any]], str, float]) -> None:
-        chunk_rows, process, seconds = done
+    def collect(c: int, done: tuple[list[dict[str, Any]], str, float, Any]) -> None:
+        chunk_rows, process, seconds, made = done
         for k, row in zip(chunks[c], chunk_rows):
             rows[k] = row
         cpu[process] = cpu.get(process, 0.0) + seconds
+        if made is not None:
+            prepared.setdefault(convs[tasks[chunks[c][0]][0]].id, made)
         bar.update(len(chunk_rows))
 
     try:
-        n = min(n, len(chunks))
-        if executor is None and n > 1 and "fork" in multiprocessing.get_all_start_methods():
-            _JOBS = (convs, dict(strategies), tasks, chunks, counter, tools, pricing, extra)
-            with ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("fork")) as pool:
-                futures = {pool.submit(_run_forked, c): c for c in range(len(chunks))}
-                for future in _as_completed(futures):
-                    collect(futures[future], future.result())
-        elif executor is None:
-            for c, chunk in enumerate(chunks):
-                sent = [(tasks[k][1], strategies[tasks[k][1]], tasks[k][2]) for k in chunk]
-                collect(c, _replay_chunk(convs[tasks[chunk[0]][0]], sent, counter, tools, pricing, extra))
-        else:
-            _run_on(executor, convs, strategies, tasks, chunks, (counter, tools, pricing, extra), collect)
+        _run_all(executor, min(n, len(chunks)), convs, strategies, tasks, chunks,
+                 (counter, tools, pricing, extra, prepare), collect)
     finally:
-        _JOBS = None
         bar.close()
     frame = pd.DataFrame(rows)
     frame.attrs["cpu_seconds"] = cpu
+    if prepare is not None:
+        frame.attrs["prepared"] = {c.id: prepared[c.id] for c in convs if c.id in prepared}
     return frame
 
 
+def _points(grid: Any, strategies: Mapping[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """Each strategy's grid points: its own for a `PerStrategy` grid, else the grid's."""
+    if not isinstance(grid, PerStrategy):
+        common = grid_points(grid)
+        return {name: common for name in strategies}
+    unknown = sorted(set(grid) - set(strategies))
+    if unknown:
+        raise StrategyError(f"grid names strategies the sweep does not have: {unknown}; it has {list(strategies)}")
+    return {name: grid_points(grid.get(name)) for name in strategies}
+
+
 def _checked(convs: list[Conversation], strategies: Mapping[str, Callable[..., Any]], workers: int | None,
-             executor: Any) -> Any:  # fmt: skip
+             executor: Any, counter: Any, prepare: Any) -> Any:  # fmt: skip
     """`sweep`'s arguments checked before anything runs; returns the executor to submit to
     (a dask client's, made impure)."""
     if not convs:
         raise StrategyError("sweep needs at least one conversation")
+    if (counter is None) == (prepare is None):
+        raise StrategyError("sweep needs a counter= or a prepare= (a function of a conversation giving its counter "
+                            "and pricing), and takes one of them")
     if not strategies:
         raise StrategyError("sweep needs at least one strategy: a mapping of name -> context factory")
     for name, factory in strategies.items():
@@ -293,18 +331,43 @@ def _checked(convs: list[Conversation], strategies: Mapping[str, Callable[..., A
     return executor
 
 
+def _run_all(executor: Any, n: int, convs: list[Conversation], strategies: Mapping[str, Callable[..., Any]],
+             tasks: list[tuple[int, str, Any]], chunks: list[list[int]], shared: tuple[Any, Any, Any, Any, Any],
+             collect: Callable[[int, Any], None]) -> None:  # fmt: skip
+    """Every chunk run, and collected: on ``n`` forked processes, in this one, or on ``executor``."""
+    global _JOBS
+    counter, tools, pricing, extra, prepare = shared
+    _PREPARED.clear()
+    try:
+        if executor is None and n > 1 and "fork" in multiprocessing.get_all_start_methods():
+            _JOBS = (convs, dict(strategies), tasks, chunks, counter, tools, pricing, extra, prepare)
+            with ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("fork")) as pool:
+                futures = {pool.submit(_run_forked, c): c for c in range(len(chunks))}
+                for future in _as_completed(futures):
+                    collect(futures[future], future.result())
+        elif executor is None:
+            for c, chunk in enumerate(chunks):
+                sent = [(tasks[k][1], strategies[tasks[k][1]], tasks[k][2]) for k in chunk]
+                collect(c, _replay_chunk(convs[tasks[chunk[0]][0]], sent, counter, tools, pricing, extra, prepare))
+        else:
+            _run_on(executor, convs, strategies, tasks, chunks, shared, collect)
+    finally:
+        _JOBS = None
+        _PREPARED.clear()
+
+
 def _run_on(executor: Any, convs: list[Conversation], strategies: Mapping[str, Callable[..., Any]],
-            tasks: list[tuple[int, str, Any]], chunks: list[list[int]], shared: tuple[Any, Any, Any, Any],
+            tasks: list[tuple[int, str, Any]], chunks: list[list[int]], shared: tuple[Any, Any, Any, Any, Any],
             collect: Callable[[int, Any], None]) -> None:  # fmt: skip
     """Each chunk submitted to a given executor (the strategies pickled with it), collected
     as it completes; a strategy that cannot be pickled is named, with how to fix it."""
-    counter, tools, pricing, extra = shared
+    counter, tools, pricing, extra, prepare = shared
     origin = os.getpid()
     futures = {}
     for c, chunk in enumerate(chunks):
         sent = [(tasks[k][1], strategies[tasks[k][1]], tasks[k][2]) for k in chunk]
         futures[executor.submit(_run_sent, convs[tasks[chunk[0]][0]], sent, counter, tools, pricing,
-                                origin, extra)] = c  # fmt: skip
+                                origin, extra, prepare)] = c  # fmt: skip
     for future in _as_completed(futures):
         c = futures[future]
         try:

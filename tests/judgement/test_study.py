@@ -28,6 +28,17 @@ def bundled() -> list[Conversation]:
     return [datasets.load(n) for n in datasets.list_datasets()]
 
 
+def session(k: int, with_usage: bool) -> Conversation:
+    """Six turns of growing questions, with the provider's usage or without."""
+    turns = []
+    for t in range(6):
+        usage = (Usage(input_tokens=20_000 + 900 * t * (k + 1), output_tokens=10, model="gpt-4o"),) \
+            if with_usage else ()
+        turns.append(Turn(UserInput("question " * (40 * (t + 1))), (AssistantMessage("answer " * 30),),
+                          usage=usage))
+    return Conversation(tuple(turns), id=f"s{k}", metadata={"format": "openai"})
+
+
 def run(argv, capsys):
     code = main([str(a) for a in argv])
     out, err = capsys.readouterr()
@@ -80,21 +91,24 @@ class TestCompareSessions:
         assert one.equals(two)
 
     def test_sessions_without_usage_share_a_fit_pooled_over_the_others(self):
-        def session(k: int, with_usage: bool) -> Conversation:
-            turns = []
-            for t in range(6):
-                usage = (Usage(input_tokens=20_000 + 900 * t * (k + 1), output_tokens=10, model="gpt-4o"),) \
-                    if with_usage else ()
-                turns.append(Turn(UserInput("question " * (40 * (t + 1))), (AssistantMessage("answer " * 30),),
-                                  usage=usage))
-            return Conversation(tuple(turns), id=f"s{k}", metadata={"format": "openai"})
-
         frame = compare_sessions([session(0, True), session(1, True), session(2, False)], ["full"], workers=1,
                                  progress=False)
         measures = frame.attrs["measures"]
         assert measures["s0"].calibrated and measures["s2"].calibrated
         assert "pooled over 2 sessions" in measures["s2"].counter_name
         assert measures["s2"].counter is not measures["s0"].counter
+
+    def test_measured_where_replayed_or_up_front_the_same_frame(self):
+        # compare measures each session in the worker that replays it; tune measures them all first
+        from harpe_lab.study import _measures
+
+        convs = [session(0, True), session(1, True), session(2, False), *bundled()]
+        up_front = compare_sessions(convs, ["full", "chain"], budgets=[3_000], workers=1, progress=False,
+                                    measures=_measures(convs, counter="cl100k_base", calibrate=True, pricing="auto"))
+        for workers in (1, 2):
+            frame = compare_sessions(convs, ["full", "chain"], budgets=[3_000], workers=workers, progress=False)
+            assert frame.equals(up_front), workers
+            assert "fit pooled over" in frame.attrs["measures"]["s2"].counter_name  # replayed again, pooled
 
 
 class TestTotalsAndReport:

@@ -607,8 +607,6 @@ class TestOneRecordingPerConversation:
     replays each session under every preset), for as long as the conversation lives."""
 
     def test_replays_share_it_and_it_goes_with_the_conversation(self):
-        import gc
-
         from harpe_lab.replay import _recording
 
         conv = tool_conversation()
@@ -618,8 +616,7 @@ class TestOneRecordingPerConversation:
         assert _recording.recording(conv) is rec
         assert first.sent_ids(0) == second.sent_ids(0)  # the same message ids, from the same recording
         key = id(conv)
-        del conv, first, second
-        gc.collect()
+        del conv, first, second  # the last references: freed now, no collection needed
         assert key not in _recording._RECORDINGS
 
     def test_a_conversation_that_repeats_a_message_object_is_replayed_the_same_both_times(self):

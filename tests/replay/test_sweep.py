@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 
 import pytest
 
@@ -11,7 +12,7 @@ from harpe_lab import WindowedContext
 from harpe_lab.calibrate import CalibrationWarning, calibrate
 from harpe_lab.conversation import Conversation, RecordedCompaction, Turn
 from harpe_lab.replay import replay
-from harpe_lab.sweep import grid_points, sweep
+from harpe_lab.sweep import PerConversation, PerStrategy, grid_points, sweep
 
 COUNTER = ApproxCounter()
 
@@ -123,6 +124,73 @@ class TestSweep:
         two = sweep(convs, STRATEGIES, GRID, counter=COUNTER, workers=2, progress=False)
         assert two.equals(one)
         assert 1 <= len(two.attrs["cpu_seconds"]) <= 2 and here not in two.attrs["cpu_seconds"]
+
+
+@dataclass(frozen=True)
+class Prepared:
+    counter: object
+    pricing: object
+    made_in: int
+
+
+class CountingPrepare:
+    """A `prepare` that pickles, and counts its calls in the process that runs it."""
+
+    calls: dict[str, int] = {}
+
+    def __call__(self, conversation):
+        import os
+
+        CountingPrepare.calls[conversation.id] = CountingPrepare.calls.get(conversation.id, 0) + 1
+        return Prepared(ApproxCounter(chars_per_token=3 + len(conversation.id)), None, os.getpid())
+
+
+class TestPrepare:
+    """`prepare` gives each conversation its counter and prices where its replays run."""
+
+    def expected(self, convs, strategies=STRATEGIES, grid=GRID):
+        counters = PerConversation({c.id: ApproxCounter(chars_per_token=3 + len(c.id)) for c in convs})
+        return sweep(convs, strategies, grid, counter=counters, workers=1, progress=False)
+
+    def test_inline_once_per_conversation_even_when_its_replays_are_split(self):
+        convs = [make_conversation(12, "a"), make_conversation(20, "bb")]
+        CountingPrepare.calls.clear()
+        frame = sweep(convs, STRATEGIES, GRID, prepare=CountingPrepare(), workers=1, progress=False)
+        assert frame.equals(self.expected(convs))
+        assert CountingPrepare.calls == {"a": 1, "bb": 1}  # 4 chunks for 2 conversations: halves share it
+        assert list(frame.attrs["prepared"]) == ["a", "bb"]
+
+    def test_in_the_workers_on_every_pool(self):
+        import os
+        from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+
+        convs = [make_conversation(k + 6, "c" * (k + 1)) for k in range(6)]
+        expected = self.expected(convs)
+        forked = sweep(convs, STRATEGIES, GRID, prepare=CountingPrepare(), workers=2, progress=False)
+        assert forked.equals(expected)
+        assert {p.made_in for p in forked.attrs["prepared"].values()} - {os.getpid()}, "not made in the workers"
+        with ThreadPoolExecutor(2) as ex:
+            assert sweep(convs, STRATEGIES, GRID, prepare=CountingPrepare(), executor=ex, progress=False).equals(expected)
+        with ProcessPoolExecutor(2) as pool:
+            assert sweep(convs, STRATEGIES, GRID, prepare=CountingPrepare(), executor=pool, progress=False).equals(expected)
+
+    def test_a_counter_or_a_prepare_not_both(self):
+        with pytest.raises(StrategyError, match="needs a counter= or a prepare="):
+            sweep(make_conversation(3), STRATEGIES, GRID, progress=False)
+        with pytest.raises(StrategyError, match="takes one of them"):
+            sweep(make_conversation(3), STRATEGIES, GRID, counter=COUNTER, prepare=CountingPrepare(), progress=False)
+
+
+class TestPerStrategyGrid:
+    def test_each_strategy_its_own_points(self):
+        convs = [make_conversation(10, "a")]
+        two = {"windowed": windowed, "full": STRATEGIES["full"]}
+        frame = sweep(convs, two, PerStrategy({"windowed": {"max_chars": [200, 800]}}), counter=COUNTER, workers=1,
+                      progress=False)
+        assert frame["strategy"].tolist() == ["windowed", "windowed", "full"]  # full once, with no grid point
+        assert frame["max_chars"].tolist()[:2] == [200, 800] and frame["max_chars"][2:].isna().all()
+        with pytest.raises(StrategyError, match=r"grid names strategies the sweep does not have: \['windowd'\]"):
+            sweep(convs, STRATEGIES, PerStrategy({"windowd": {"max_chars": [1]}}), counter=COUNTER, progress=False)
 
 
 class TestChunks:
