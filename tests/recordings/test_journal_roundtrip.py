@@ -230,7 +230,7 @@ def workdir(tmp_path_factory) -> Path:
 
 
 class TestRoundTrip:
-    @settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
     @given(session=sessions)
     def test_written_sessions_read_back(self, workdir, session):
         path = workdir / "session.jsonl"
