@@ -63,17 +63,24 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: {message} (see `{self.prog} --help`)\n")
 
 
-def positive_int(text: str) -> int:
-    """An argparse type: a whole number > 0 (``8000``, ``8_000``, ``8000.0``; not ``-5``)."""
+def positive_int(text: str, what: str = "tokens", example: str = "8000") -> int:
+    """An argparse type: a whole number > 0 (``8000``, ``8_000``, ``8000.0``; not ``-5``) of ``what``."""
     try:
         value = float(text.replace("_", "").replace(",", ""))
     except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a whole number of tokens, like 8000, but {text!r} was passed")
+        raise argparse.ArgumentTypeError(f"must be a whole number of {what}, like {example}, but {text!r} was passed")
     if value != value or value in (float("inf"), float("-inf")) or value != int(value):
-        raise argparse.ArgumentTypeError(f"must be a whole number of tokens, like 8000, but {text!r} was passed")
+        raise argparse.ArgumentTypeError(f"must be a whole number of {what}, like {example}, but {text!r} was passed")
     if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a positive number of tokens, like 8000, but {text!r} was passed")
+        raise argparse.ArgumentTypeError(f"must be a positive number of {what}, like {example}, but {text!r} was passed")
     return int(value)
+
+
+def _count_of(what: str, example: str):  # noqa: ANN202 - an argparse type
+    def check(text: str) -> int:
+        return positive_int(text, what, example)
+
+    return check
 
 
 def _choice(name: str, choices: Sequence[str]):  # noqa: ANN202 - an argparse type
@@ -178,7 +185,7 @@ def _add_study(sub: Any, common: argparse.ArgumentParser) -> None:
                        help="set a knob of every strategy that has it (repeatable)")
     study.add_argument("--pricing", default="auto", metavar="auto|MODEL",
                        help="auto (default): each call priced by its recorded model; MODEL: all as MODEL; none")
-    study.add_argument("--workers", type=positive_int, default=None, metavar="N",
+    study.add_argument("--workers", type=_count_of("worker processes", "2"), default=None, metavar="N",
                        help="replay on N processes (default: the usable cores)")
 
     p = sub.add_parser(
@@ -216,7 +223,7 @@ def _add_study(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--min-retention", type=float, default=None, metavar="X",
                    help="keep at least this share of what the full history held (sessions with probes)")
     p.add_argument("--no-overshoot", action="store_true", help="no request over the strategy's limit")
-    p.add_argument("--points", type=positive_int, default=8, metavar="N",
+    p.add_argument("--points", type=_count_of("points", "8"), default=8, metavar="N",
                    help="values tried on the first grid, and again between the best one's neighbours (default 8)")
     p.add_argument("--plot", default=None, metavar="FILE", help="draw the cost (and retention) against the knob")
     p.set_defaults(_target=("harpe_lab.cli.study", "cli_tune"))

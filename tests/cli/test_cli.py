@@ -116,6 +116,12 @@ class TestBadInput:
         assert_one_line_error(*run(["replay", chat, "--pricing", "openai/gpt4o"], capsys), 2,
                               "--pricing", "'openai/gpt4o'", "gpt-4o")
 
+    def test_each_count_says_what_it_counts(self, chat, capsys):
+        assert_one_line_error(*run(["compare", chat, "--strategies", "full", "--workers", "0"], capsys), 2,
+                              "--workers", "worker processes", "'0'")
+        assert_one_line_error(*run(["tune", chat, "--strategy", "summarizing", "--points", "1.5"], capsys), 2,
+                              "--points", "whole number of points", "'1.5'")
+
     def test_path_required_without_list(self, capsys):
         assert_one_line_error(*run(["replay"], capsys), 2, "PATH", "--list")
 
