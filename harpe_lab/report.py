@@ -426,7 +426,7 @@ _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 72rem; padding: 0 1rem; color: #222; }
 h1 { font-size: 1.6rem; } h2 { margin-top: 2.5rem; border-bottom: 1px solid #ddd; }
 h1, h2, h3, p, li, figcaption { overflow-wrap: anywhere; }
-.table { max-width: 100%; }
+.table { max-width: 100%; overflow-x: auto; }  /* a wide table scrolls in its box, never the page */
 table { border-collapse: collapse; font-size: 0.82rem; margin: 1rem 0; max-width: 100%; }
 th, td { border: 1px solid #ddd; padding: 0.25rem 0.45rem; text-align: right; }
 th { background: #f4f4f4; vertical-align: bottom; font-weight: 600; }

@@ -8,6 +8,7 @@ import json
 import math
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -141,6 +142,22 @@ class TestOnRealSessions:
         assert len(csv) == 1 + 2 * 5
         page = (tmp_path / "report" / "index.html").read_text()
         assert "recorded auto compaction before request 103" in page
+        # the per-session table of real sessions is wider than the page: it scrolls in its box
+        chromium = Path("/usr/bin/chromium")
+        if chromium.exists():
+            from playwright.sync_api import sync_playwright
+
+            with sync_playwright() as p:
+                browser = p.chromium.launch(executable_path=str(chromium), args=[
+                    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                    "--disable-component-update", "--disable-sync"])
+                try:
+                    tab = browser.new_page(viewport={"width": 1280, "height": 900})
+                    tab.goto((tmp_path / "report" / "index.html").resolve().as_uri(), wait_until="load")
+                    assert tab.evaluate("document.documentElement.scrollWidth") <= 1280
+                    assert tab.evaluate("[...document.images].every(i => i.complete && i.naturalWidth > 0)")
+                finally:
+                    browser.close()
 
     def test_compare_in_a_real_process(self, tmp_path):
         proc = subprocess.run([sys.executable, "-m", "harpe_lab", "compare", str(SESSIONS[1]), "--strategies",
