@@ -17,9 +17,9 @@ from typing import Any, Iterable
 
 from ..errors import StrategyError
 from ..messages import AssistantMessage, Message, Rendered, ToolResults, Usage, UserInput, deferred
-from ..protocol import Compaction, Limit
+from ..protocol import Compaction, Distill, Limit, MeteredDistill
 
-__all__ = ["TurnLifecycle", "PolicyLifecycle"]
+__all__ = ["TurnLifecycle", "PolicyLifecycle", "Summarizes"]
 
 _MESSAGE_TYPES = (UserInput, AssistantMessage, ToolResults)
 
@@ -162,3 +162,22 @@ class PolicyLifecycle(TurnLifecycle):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.policy!r}, {len(self._transcript)} messages)"
+
+
+class Summarizes:
+    """Beside `TurnLifecycle`, for a strategy that folds history into a summary written by
+    a metered distiller: the last ``summary`` (`protocol.HoldsSummary`) and the ``distill``
+    it calls, read from ``_summary`` and ``_distill``."""
+
+    _summary: str
+    _distill: MeteredDistill
+
+    @property
+    def summary(self) -> str:
+        """The last summary the distiller wrote ("" before the first compaction)."""
+        return self._summary
+
+    @property
+    def distill(self) -> Distill:
+        """The distiller this context calls."""
+        return self._distill.distill

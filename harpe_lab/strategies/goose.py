@@ -53,7 +53,7 @@ from typing import Any, Callable
 from ..errors import StrategyError
 from ..messages import AssistantMessage, Message, Rendered, ToolResults, Usage, UserInput
 from ..protocol import Compaction, ContextCompacted, Distill, EventHub, Limit, MeteredDistill
-from ._lifecycle import TurnLifecycle
+from ._lifecycle import Summarizes, TurnLifecycle
 from .harpe import distill_request
 from ._validate import check_int
 from ._preset import Factory, Knob, Preset, make_distiller
@@ -192,7 +192,7 @@ def _pair_line(text: str) -> str:
     return text if text.startswith(PAIR_SUMMARY_PREFIX) else f"{PAIR_SUMMARY_PREFIX} {text}".rstrip()
 
 
-class ContextManagementContext(TurnLifecycle):
+class ContextManagementContext(TurnLifecycle, Summarizes):
     """Goose's context management in Harpe's lifecycle.
 
     Every request sends the transcript: what the agent sees. At a turn's start, the last
@@ -235,16 +235,6 @@ class ContextManagementContext(TurnLifecycle):
     def limit(self) -> Limit:
         """The threshold, as a reactive high-water mark: a turn that starts above it compacts."""
         return Limit(tokens=self.config.threshold_tokens, kind="high_water")
-
-    @property
-    def summary(self) -> str:
-        """The last compaction's summary ("" before the first)."""
-        return self._summary
-
-    @property
-    def distill(self) -> Distill:
-        """The distiller the compaction calls."""
-        return self._distill.distill
 
     @property
     def visible_calls(self) -> int:

@@ -20,7 +20,7 @@ from .._text import CHARS_PER_TOKEN, message_chars, truncate, turn_groups
 from ..errors import StrategyError
 from ..messages import AssistantMessage, Message, Rendered, Usage, UserInput
 from ..protocol import DISTILL_SYSTEM, Compaction, Context, ContextCompacted, Distill, EventHub, Limit, MeteredDistill
-from ._lifecycle import TurnLifecycle
+from ._lifecycle import Summarizes, TurnLifecycle
 from ._preset import DEFAULT_BUDGET, Factory, Knob, Preset, budget_knob, make_distiller
 
 __all__ = [
@@ -160,7 +160,7 @@ def distill_request(dropped: Sequence[Message], summary: str) -> str:
     return "".join(parts)
 
 
-class SummarizingContext(TurnLifecycle):
+class SummarizingContext(TurnLifecycle, Summarizes):
     """Fold the oldest turns into a running summary once the provider reports more than
     ``high_water_tokens`` input tokens; keep the newest turns that fit ``low_water_chars``.
 
@@ -210,19 +210,9 @@ class SummarizingContext(TurnLifecycle):
         return self._low_water_chars
 
     @property
-    def distill(self) -> Distill:
-        """The distiller this context calls."""
-        return self._distill.distill
-
-    @property
     def limit(self) -> Limit:
         """The reactive high-water mark."""
         return Limit(tokens=self._high_water_tokens, kind="high_water")
-
-    @property
-    def summary(self) -> str:
-        """The current running summary ("" before the first compaction)."""
-        return self._summary
 
     def subscribe(self, sink: Callable[[object], None]) -> None:
         """Also report every event to ``sink``."""

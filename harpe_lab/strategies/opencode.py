@@ -59,7 +59,7 @@ from typing import Any, Callable, Iterable, Sequence
 from ..errors import StrategyError
 from ..messages import AssistantMessage, Message, Rendered, ToolResult, ToolResults, Usage, UserInput, deferred
 from ..protocol import Compaction, ContextCompacted, Distill, EventHub, Limit, MeteredDistill
-from ._lifecycle import TurnLifecycle
+from ._lifecycle import Summarizes, TurnLifecycle
 from .harpe import distill_request
 from ._validate import check_int
 from ._preset import Factory, Knob, Preset, make_distiller
@@ -233,7 +233,7 @@ class SessionCompaction:
         return SessionCompactionContext(base_system, self, distill=distill, on_event=on_event)
 
 
-class SessionCompactionContext(TurnLifecycle):
+class SessionCompactionContext(TurnLifecycle, Summarizes):
     """OpenCode's compaction and pruning in Harpe's lifecycle.
 
     Every request sends the transcript: the history as ``filterCompacted`` shows it (after a
@@ -267,16 +267,6 @@ class SessionCompactionContext(TurnLifecycle):
     def limit(self) -> Limit:
         """``usable``, as a reactive high-water mark (the reply that reaches it has been sent)."""
         return Limit(tokens=self.config.usable, kind="high_water")
-
-    @property
-    def summary(self) -> str:
-        """The last summary ("" before the first compaction)."""
-        return self._summary
-
-    @property
-    def distill(self) -> Distill:
-        """The distiller this context calls."""
-        return self._distill.distill
 
     def subscribe(self, sink: Callable[[object], None]) -> None:
         """Also report every event to ``sink``."""

@@ -60,7 +60,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 from ..errors import StrategyError
 from ..messages import AssistantMessage, Message, Rendered, ToolResults, Usage, UserInput
 from ..protocol import Compaction, ContextCompacted, Distill, EventHub, Limit, MeteredDistill
-from ._lifecycle import TurnLifecycle
+from ._lifecycle import Summarizes, TurnLifecycle
 from .harpe import distill_request
 from ._validate import check_counter, check_int
 from ._preset import Factory, Knob, Preset, make_distiller
@@ -251,7 +251,7 @@ class Condense:
         return CondenseContext(base_system, self, counter=counter, distill=distill, tools=tools, on_event=on_event)
 
 
-class CondenseContext(TurnLifecycle):
+class CondenseContext(TurnLifecycle, Summarizes):
     """Roo Code's context management in Harpe's lifecycle.
 
     The transcript is what the model sees; besides it the context keeps the messages since
@@ -297,16 +297,6 @@ class CondenseContext(TurnLifecycle):
     def limit(self) -> Limit:
         """``allowedTokens``, as a reactive high-water mark on Roo's count before each request."""
         return Limit(tokens=self.config.high_water, kind="high_water")
-
-    @property
-    def summary(self) -> str:
-        """The last summary the distiller wrote ("" before the first condense)."""
-        return self._summary
-
-    @property
-    def distill(self) -> Distill:
-        """The distiller this context calls."""
-        return self._distill.distill
 
     def subscribe(self, sink: Callable[[object], None]) -> None:
         """Also report every event to ``sink``."""

@@ -68,7 +68,7 @@ from ..._text import CHARS_PER_TOKEN, message_chars
 from ...errors import StrategyError
 from ...messages import AssistantMessage, Message, Rendered, Usage, UserInput
 from ...protocol import Compaction, ContextCompacted, Distill, EventHub, Limit, MeteredDistill
-from .._lifecycle import TurnLifecycle
+from .._lifecycle import Summarizes, TurnLifecycle
 from ..harpe import distill_request
 from .._validate import check_int
 from .._preset import Factory, Knob, Preset, make_distiller
@@ -205,7 +205,7 @@ def _rough(message: Message) -> int:
     return round(message_chars(message) / CHARS_PER_TOKEN)
 
 
-class AutoCompactContext(TurnLifecycle):
+class AutoCompactContext(TurnLifecycle, Summarizes):
     """Claude Code's auto-compact in Harpe's lifecycle.
 
     Every request sends the whole transcript; the transcript is the history since the last
@@ -240,16 +240,6 @@ class AutoCompactContext(TurnLifecycle):
     def limit(self) -> Limit:
         """The threshold, as a reactive high-water mark (the request that crosses it goes out)."""
         return Limit(tokens=self.config.threshold, kind="high_water")
-
-    @property
-    def summary(self) -> str:
-        """The last summary the distiller wrote ("" before the first compaction)."""
-        return self._summary
-
-    @property
-    def distill(self) -> Distill:
-        """The distiller this context calls."""
-        return self._distill.distill
 
     @property
     def transcript(self) -> tuple[Message, ...]:

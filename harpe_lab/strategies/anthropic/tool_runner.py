@@ -31,7 +31,7 @@ from typing import Any, Callable
 from ...errors import StrategyError
 from ...messages import AssistantMessage, Rendered, Usage, UserInput
 from ...protocol import Compaction, ContextCompacted, Distill, EventHub, Limit, MeteredDistill
-from .._lifecycle import TurnLifecycle
+from .._lifecycle import Summarizes, TurnLifecycle
 from ..harpe import distill_request
 from .._validate import check_base, check_int
 from .._preset import Factory, Knob, Preset, make_distiller
@@ -108,7 +108,7 @@ class ToolRunnerCompaction:
         return ToolRunnerCompactionContext(base_system, self, distill=distill, on_event=on_event)
 
 
-class ToolRunnerCompactionContext(TurnLifecycle):
+class ToolRunnerCompactionContext(TurnLifecycle, Summarizes):
     """The SDK tool runner's compaction in Harpe's lifecycle.
 
     Every request sends the transcript. At each `compact` the last observed usage (input plus
@@ -135,16 +135,6 @@ class ToolRunnerCompactionContext(TurnLifecycle):
     def limit(self) -> Limit:
         """The threshold, as a reactive high-water mark (the response that reaches it was sent)."""
         return Limit(tokens=self.config.threshold, kind="high_water")
-
-    @property
-    def summary(self) -> str:
-        """The last summary ("" before the first compaction)."""
-        return self._summary
-
-    @property
-    def distill(self) -> Distill:
-        """The distiller this context calls."""
-        return self._distill.distill
 
     def subscribe(self, sink: Callable[[object], None]) -> None:
         """Also report every event to ``sink``."""

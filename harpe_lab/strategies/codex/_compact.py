@@ -74,7 +74,7 @@ from typing import Callable, Literal, Sequence
 from ...errors import StrategyError
 from ...messages import AssistantMessage, Message, Rendered, ToolResults, Usage, UserInput
 from ...protocol import Compaction, ContextCompacted, Distill, EventHub, Limit, MeteredDistill
-from .._lifecycle import TurnLifecycle
+from .._lifecycle import Summarizes, TurnLifecycle
 from ..harpe import distill_request
 from .._validate import check_int
 
@@ -363,7 +363,7 @@ class Compact:
         return CompactContext(base_system, self, distill=distill, on_event=on_event)
 
 
-class CompactContext(TurnLifecycle):
+class CompactContext(TurnLifecycle, Summarizes):
     """Codex's auto-compaction in Harpe's lifecycle.
 
     Every request sends the whole transcript (the history since the last compaction). The
@@ -416,16 +416,6 @@ class CompactContext(TurnLifecycle):
     def limit(self) -> Limit:
         """The auto-compact limit, as a reactive high-water mark (the call that crosses it goes out)."""
         return Limit(tokens=self.config.limit, kind="high_water")
-
-    @property
-    def summary(self) -> str:
-        """The last summary the distiller wrote ("" before the first compaction)."""
-        return self._summary
-
-    @property
-    def distill(self) -> Distill:
-        """The distiller this context calls."""
-        return self._distill.distill
 
     @property
     def tokens(self) -> int:

@@ -12,7 +12,7 @@ from typing import Callable, Literal, Sequence
 from ...errors import StrategyError
 from ...messages import AssistantMessage, Message, Rendered, ToolResult, ToolResults, Usage, UserInput, deferred
 from ...protocol import Compaction, ContextCompacted, Distill, EventHub, Limit, MeteredDistill
-from .._lifecycle import TurnLifecycle
+from .._lifecycle import Summarizes, TurnLifecycle
 from .._validate import check_int
 from ..harpe import distill_request
 from ._measures import _measure, _tool_names, estimate_tokens
@@ -173,7 +173,7 @@ class ChatCompression:
         return ChatCompressionContext(base_system, self, distill=distill, on_event=on_event)
 
 
-class ChatCompressionContext(TurnLifecycle):
+class ChatCompressionContext(TurnLifecycle, Summarizes):
     """Gemini CLI's chat compression in Harpe's lifecycle.
 
     Every request sends the whole transcript (the history since the last compression). At
@@ -205,16 +205,6 @@ class ChatCompressionContext(TurnLifecycle):
     def limit(self) -> Limit:
         """The trigger, as a reactive high-water mark (the request that crosses it goes out)."""
         return Limit(tokens=self.config.trigger, kind="high_water")
-
-    @property
-    def summary(self) -> str:
-        """The last accepted summary ("" before the first compression)."""
-        return self._summary
-
-    @property
-    def distill(self) -> Distill:
-        """The distiller this context calls."""
-        return self._distill.distill
 
     @property
     def tokens(self) -> int:
