@@ -7,6 +7,7 @@ Every strategy of ours comes from `TurnLifecycle` (Harpe's four contexts, orion'
 Code's) or from `PolicyLifecycle`, the same around a ``policy`` (Laser's, AutoGen's,
 OpenHands', LangChain's, the edit policies'). What a strategy adds lives in hooks: `_mark_turn`
 (a turn starts), `_added` (a message is stored), `_restored` (an abort restored the transcript).
+One that folds history into a summary also takes `Summarizes`, for its ``summary`` and ``distill``.
 """
 
 from __future__ import annotations
