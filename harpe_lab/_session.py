@@ -252,51 +252,60 @@ class ProviderSession:
         # the common prefix: the first place where they differ, found in C
         k = next(compress(count_from(), map(is_not, new, old)), min(len(old), len(new)))
         self.shared = min(self.shared, k)
-        # A window that slid: after the common prefix, new may hold messages old did not (a
-        # summary that replaced the old one, turns taken back in), then old's messages from
-        # some j on to old's end, then what was appended. That block's sums are old's,
-        # rebased: only what is new is counted. Both are found in C: where old's last message
-        # stands in new, and how far back from there the two agree.
-        j = -1
-        if len(old) > k:
-            e = next(compress(count_from(k), map(is_, islice(new, k, None), repeat(old[-1]))), -1)
-            if e >= 0:
-                agree = next(compress(count_from(), map(is_not, islice(reversed(new), len(new) - 1 - e, None),
-                                                        reversed(old))), len(old))
-                run = min(agree, e + 1 - k, len(old) - k)
-                c, j = e + 1 - run, len(old) - run
-        if j >= 0:
-            kept = c + len(old) - j
-            # the pairs inside the prefix and the block were checked when they were sent; only
-            # where they meet what is new (the block's first call may be gone) are they not
-            checks.pairs_kept(new, i, max(0, k - 1), c + 1)
-            checks.pairs_kept(new, i, max(c + 1, kept - 1))
-            tok, syn, org = self._tok, self._syn, self._org
-            base_t, base_s, base_o = (tok[j - 1], syn[j - 1], org[j - 1]) if j else (0, 0, 0)
-            block_t, block_s, block_o = tok[j:], syn[j:], org[j:]
-            del tok[k:], syn[k:], org[k:]
-            for m in new[k:c]:
-                self._push(m)
-            at_t, at_s, at_o = self.tokens - base_t, self.made_up_tokens - base_s, self.originals - base_o
-            tok.extend(map(add, block_t, repeat(at_t)))
-            syn.extend(map(add, block_s, repeat(at_s)))
-            org.extend(map(add, block_o, repeat(at_o)))
-            k = kept
-        else:
-            checks.pairs_kept(new, i, max(0, k - 1))
-            del self._tok[k:], self._syn[k:], self._org[k:]
+        tok, syn, org = self._tok, self._syn, self._org
+        before = (tok[k - 1], syn[k - 1], org[k - 1]) if k else (0, 0, 0)
+        old_t, old_s, old_o = tok[k:], syn[k:], org[k:]  # old's sums past the prefix
+        del tok[k:], syn[k:], org[k:]
+        # After the prefix, new may hold runs of old's messages again, in old's order: a window
+        # that slid (a summary, or turns taken back in, then old's newest messages), or the
+        # user messages a compaction kept (Codex's, at every request when it thrashes). A run's
+        # sums are old's, rebased: only what is new is counted. Runs are found in C, where the
+        # first original message after the last run stands in old (with, in all, at most about
+        # twice the messages of both compared), and how far the two agree from there.
         count, owner_of = self._count, self._owner.get
-        tok, syn, org = self.tokens, self.made_up_tokens, self.originals
-        for m in new[k:]:
-            n = count(m)
-            tok += n
-            if owner_of(id(m)) is None:
-                syn += n
-            else:
-                org += 1
-            self._tok.append(tok)
-            self._syn.append(syn)
-            self._org.append(org)
+        n, n_old = len(new), len(old)
+        scans = 2 * (n_old - k) + n
+        j = k  # where in old a run is looked for from
+        unchecked = max(0, k - 1)  # the pairs from here on were not checked when old was sent
+        t, s, o = before
+        p = k
+        while p < n:
+            m = new[p]
+            e = -1
+            if j < n_old:
+                if old[j] is m:
+                    e = j
+                elif scans > 0 and owner_of(id(m)) is not None:
+                    stop = min(n_old, j + scans)
+                    e = next(compress(count_from(j), map(is_, islice(old, j, stop), repeat(m))), -1)
+                    scans -= (e if e >= 0 else stop) - j
+            if e < 0:
+                n_m = count(m)
+                t += n_m
+                if owner_of(id(m)) is None:
+                    s += n_m
+                else:
+                    o += 1
+                tok.append(t)
+                syn.append(s)
+                org.append(o)
+                p += 1
+                continue
+            run = next(compress(count_from(), map(is_not, islice(new, p, None), islice(old, e, None))),
+                       min(n - p, n_old - e))
+            # the pairs inside a run were checked when old was sent; only where it meets what
+            # is new (its first call's results, its last results' call may be gone) are they not
+            checks.pairs_kept(new, i, unchecked, p + 1)
+            unchecked = max(p + 1, p + run - 1)
+            a = e - k
+            base_t, base_s, base_o = (old_t[a - 1], old_s[a - 1], old_o[a - 1]) if a else before
+            tok.extend(map(add, old_t[a : a + run], repeat(t - base_t)))
+            syn.extend(map(add, old_s[a : a + run], repeat(s - base_s)))
+            org.extend(map(add, old_o[a : a + run], repeat(o - base_o)))
+            t, s, o = tok[-1], syn[-1], org[-1]
+            p += run
+            j = e + run
+        checks.pairs_kept(new, i, unchecked)
 
 
 class Sent(Sequence[Rendered]):

@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 import warnings
 from functools import partial
+from itertools import compress
+from operator import not_
 from typing import Any, Callable, Mapping, Sequence
 
 from .._checks import Invariants
@@ -129,9 +131,9 @@ class _Run:
         self.summaries: list[str] = []
         self.summarized: dict[str, int] = {}  # message id -> the request before which it was folded
         self._fixed: dict[str, int] = {}
-        # (id, message id) of the messages of turns[:marked_upto] not yet marked summarized, in
-        # order: a fold visits only these, not the whole conversation again
-        self._unsummarized: list[tuple[int, str]] = []
+        # id() of the messages of turns[:marked_upto] not yet marked summarized, in order: a
+        # fold visits only these, not the whole conversation again
+        self._unsummarized: list[int] = []
         self._marked_upto = 0
         self.available = 0  # messages the full history holds now
         self.prev: tuple[str, int] | None = None  # the previous request's system prompt and length
@@ -239,18 +241,18 @@ class _Run:
         return book.for_call(self.model) if isinstance(book, CallPricing) else book
 
     def _mark_summarized(self, t: int, i: int) -> None:
+        # a strategy that keeps many messages across folds (Codex keeps 20k tokens of user
+        # messages, and may fold at every request) visits them all at every fold: in C
         now = self.session.ids()
-        ids = self.rec.ids
         for msgs in self.rec.turns[self._marked_upto : t + 1]:
-            self._unsummarized.extend((id(m), ids[id(m)]) for m in msgs)
+            self._unsummarized.extend(map(id, msgs))
         self._marked_upto = max(self._marked_upto, t + 1)
-        still = []
-        for key in self._unsummarized:
-            if key[0] in now:
-                still.append(key)
-            else:
-                self.summarized[key[1]] = i
-        self._unsummarized = still
+        unsummarized = self._unsummarized
+        still = list(map(now.__contains__, unsummarized))
+        ids, summarized = self.rec.ids, self.summarized
+        for key in compress(unsummarized, map(not_, still)):
+            summarized[ids[key]] = i
+        self._unsummarized = list(compress(unsummarized, still))
 
     def result(self) -> Replay:
         listener = self.listener

@@ -233,6 +233,86 @@ class TestAgainstReference:
         assert list(f["request"]) == list(range(len(rp)))
 
 
+class _Picker:
+    """A context that sends, at every request, a random selection of what it holds, in order,
+    with notes of its own between: runs of the last request come back shifted, cut short,
+    behind new messages, or not at all. A reply's calls go with their results."""
+
+    def __init__(self, seed: int) -> None:
+        import random
+
+        self.rng, self.messages, self.notes, self.start = random.Random(seed), [], [], 0
+
+    def begin_turn(self, input):
+        self.start = len(self.messages)
+        self.messages.append(input)
+
+    def append(self, m):
+        self.messages.append(m)
+
+    def compact(self):
+        units: list[list] = []
+        for m in self.messages:
+            if isinstance(m, ToolResults) and units and isinstance(units[-1][-1], AssistantMessage):
+                units[-1].append(m)
+            else:
+                units.append([m])
+        sent = []
+        for k, unit in enumerate(units):
+            if self.rng.random() < 0.2:  # a note, new or one sent before
+                if self.notes and self.rng.random() < 0.5:
+                    sent.append(self.rng.choice(self.notes))
+                else:
+                    self.notes.append(UserInput(f"note {len(self.notes)}"))
+                    sent.append(self.notes[-1])
+            if k == len(units) - 1 or self.rng.random() < 0.7:
+                sent.extend(unit)
+        return Compaction(Rendered("sys", tuple(sent)), True)
+
+    def observe(self, usage):
+        pass
+
+    def commit_turn(self):
+        pass
+
+    def abort_turn(self):  # the turn's work is taken back, its input stays
+        del self.messages[self.start + 1 :]
+
+
+class TestRunsOfTheLastRequest:
+    """The engine reuses the sums of the runs a request shares with the one before, wherever
+    they stand in it; what it prices must still be what was sent."""
+
+    @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(conv=conversations(), seed=st.integers(0, 2**16))
+    def test_the_frame_prices_each_selection(self, conv, seed):
+        rp = replay(conv, lambda: _Picker(seed), counter=COUNTER)
+        f = rp.requests
+        parts = f["system_tokens"] + f["summary_tokens"] + f["history_tokens"] + f["turn_tokens"]
+        assert (parts == f["input_tokens"]).all()
+        for i in range(len(rp)):
+            sent = rp.rendered(i)
+            assert f["input_tokens"][i] == COUNTER.count_rendered(sent)
+            notes = sum(COUNTER.count_message(m) for m in sent.messages
+                        if isinstance(m, UserInput) and m.text.startswith("note "))
+            assert f["summary_tokens"][i] == notes
+            assert f["messages_dropped"][i] == sum(state != "sent" for state in rp.kept(i).values())
+
+    def test_a_kept_run_that_ends_in_a_call_is_checked_for_its_results(self):
+        # the run [task, reply with a call] comes back behind a note, its results do not
+        conv = Conversation((turn("task", reply("", call("a", "read", path="/a.py")), results(("a", "r")),
+                                  AssistantMessage("done")),))
+
+        class Cutter(_Picker):
+            def compact(self):
+                if len(self.messages) < 3:
+                    return Compaction(Rendered("sys", tuple(self.messages)), True)
+                return Compaction(Rendered("sys", (UserInput("note"), *self.messages[:2])), True)
+
+        with pytest.raises(StrategyError, match="cutter separated a tool call from its results at request 1"):
+            replay(conv, lambda: Cutter(0), counter=COUNTER, name="cutter")
+
+
 class TestColumns:
     def test_overshoot_and_cache_prefix(self):
         conv = Conversation(tuple(turn(f"q{k}", AssistantMessage("a" * 80)) for k in range(4)))
