@@ -16,6 +16,19 @@ from tests._support.data import REAL_DATA  # noqa: E402
 from tests._support.openai_server import OpenAIServer  # noqa: E402
 
 
+# `make test` runs the suite on two workers (pytest-xdist, `--dist loadgroup`): each file
+# goes to one worker whole (a notebook's cells run in order, a module's fixtures are made
+# once), and files that read one session-wide fixture go together, so it is made once.
+_TOGETHER = {"tests/views/test_demo.py": "demo_report", "tests/views/test_browser_report.py": "demo_report"}
+
+
+def pytest_collection_modifyitems(config, items):
+    root = config.rootpath
+    for item in items:
+        where = item.path.relative_to(root).as_posix() if item.path.is_relative_to(root) else str(item.path)
+        item.add_marker(pytest.mark.xdist_group(_TOGETHER.get(where, where)))
+
+
 @pytest.fixture
 def openai_server():
     with OpenAIServer() as server:

@@ -39,8 +39,12 @@ def aider_python(tmp_path_factory) -> str | None:
         return None
     if os.environ.get(ENV):
         return os.environ[ENV]
-    home = tmp_path_factory.getbasetemp().parent / f"harpe_lab-aider-chat-{AIDER_VERSION}"
-    lock = tmp_path_factory.getbasetemp().parent / f"harpe_lab-aider-chat-{AIDER_VERSION}.lock"
+    # pytest-of-<user>, which outlives each run's own folder (under xdist, a worker's basetemp
+    # is one level deeper)
+    runs = next((p for p in tmp_path_factory.getbasetemp().parents if p.name.startswith("pytest-of-")),
+                tmp_path_factory.getbasetemp().parent)
+    home = runs / f"harpe_lab-aider-chat-{AIDER_VERSION}"
+    lock = runs / f"harpe_lab-aider-chat-{AIDER_VERSION}.lock"
     with open(lock, "w") as held:
         fcntl.flock(held, fcntl.LOCK_EX)  # one installer at a time (xdist, parallel runs)
         try:

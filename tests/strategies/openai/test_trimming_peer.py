@@ -32,6 +32,12 @@ _CONFIGS = [
 ]
 
 
+def _config_id(c: ToolOutputTrimmer) -> str:
+    """The same on every run (a set's repr follows the hash seed; xdist's workers must agree)."""
+    tools = "all" if c.trimmable_tools is None else "+".join(sorted(c.trimmable_tools))
+    return f"recent{c.recent_turns}-chars{c.max_output_chars}-preview{c.preview_chars}-{tools}"
+
+
 def _differential(conversation, native: ToolOutputTrimmer) -> int:
     """Replay under both; assert identical requests; return how many requests trimmed."""
     counter = BytesCounter()
@@ -90,7 +96,7 @@ def test_without_the_extra_the_import_error_says_what_to_install():
 
 
 class TestDifferential:
-    @pytest.mark.parametrize("native", _CONFIGS, ids=repr)
+    @pytest.mark.parametrize("native", _CONFIGS, ids=_config_id)
     @pytest.mark.parametrize("name", datasets.list_datasets())
     def test_bundled(self, name, native):
         trimmed = _differential(datasets.load(name), native)
@@ -112,7 +118,7 @@ def _real(pattern: str, n: int) -> list:
 
 @pytest.mark.real_data
 class TestDifferentialOnRealSessions:
-    @pytest.mark.parametrize("native", _CONFIGS[1:], ids=repr)
+    @pytest.mark.parametrize("native", _CONFIGS[1:], ids=_config_id)
     @pytest.mark.parametrize("path", _real("claude_code/*.jsonl", 6) + _real("swe_agent/*.traj", 2))
     def test_real(self, real_data, path, native):
         from harpe_lab.importers import load_any
