@@ -24,10 +24,10 @@ lab: $(STAMP)
 	$(PY) -m jupyter lab $(LAB_ROOT) notebooks/
 
 # pytest exits 5 when it selected no test: fail loudly rather than pass on nothing. Two
-# workers, each file whole on one (tests/conftest.py groups them): the suite takes about
-# 60% of the time it takes on one.
+# workers (pytest-xdist), each file whole on one: a notebook's cells run in order in one
+# kernel, a module's fixtures are made once.
 test: $(STAMP)
-	$(PY) -m pytest -n 2 --dist loadgroup; rc=$$?; \
+	$(PY) -m pytest -n 2 --dist loadfile; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make test: pytest selected no tests" >&2; exit 1; fi; \
 	exit $$rc
 	$(PY) notebooks/strip_outputs.py --check

@@ -4,6 +4,8 @@ served by `tests._support.openai_server.OpenAIServer` on 127.0.0.1. What tests i
 
 from __future__ import annotations
 
+import fcntl
+import json
 import os
 from pathlib import Path
 
@@ -14,19 +16,6 @@ os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
 
 from tests._support.data import REAL_DATA  # noqa: E402
 from tests._support.openai_server import OpenAIServer  # noqa: E402
-
-
-# `make test` runs the suite on two workers (pytest-xdist, `--dist loadgroup`): each file
-# goes to one worker whole (a notebook's cells run in order, a module's fixtures are made
-# once), and files that read one session-wide fixture go together, so it is made once.
-_TOGETHER = {"tests/views/test_demo.py": "demo_report", "tests/views/test_browser_report.py": "demo_report"}
-
-
-def pytest_collection_modifyitems(config, items):
-    root = config.rootpath
-    for item in items:
-        where = item.path.relative_to(root).as_posix() if item.path.is_relative_to(root) else str(item.path)
-        item.add_marker(pytest.mark.xdist_group(_TOGETHER.get(where, where)))
 
 
 @pytest.fixture
@@ -45,11 +34,21 @@ def real_data() -> Path:
 
 @pytest.fixture(scope="session")
 def demo_report(tmp_path_factory) -> tuple[Path, str]:
-    """`make demo`'s job, run once for the whole session (it takes half a minute): the
-    report's ``index.html`` and what the job printed. Tests only read it."""
+    """`make demo`'s job, run once for the whole run (it takes half a minute; `make test`'s
+    two workers share it through this run's folder): the report's ``index.html`` and what
+    the job printed. Tests only read it."""
     from harpe_lab.demo import run_demo
 
-    lines: list[str] = []
-    index = run_demo(tmp_path_factory.mktemp("demo"), echo=lines.append)
-    return index, "\n".join(lines)
-
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # the run's folder, above each worker's own
+    printed = root / "demo.json"
+    with open(root / "demo.lock", "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)  # the first worker runs it, the other waits and reads
+        if not printed.exists():
+            lines: list[str] = []
+            (root / "demo").mkdir(exist_ok=True)
+            index = run_demo(root / "demo", echo=lines.append)
+            printed.write_text(json.dumps([str(index), lines]))
+    index, lines = json.loads(printed.read_text())
+    return Path(index), "\n".join(lines)
