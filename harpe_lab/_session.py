@@ -99,9 +99,10 @@ class ProviderSession:
             base = tuple(base[: self._nbase])
         return base + tuple(self.tail) if self.tail else base
 
-    def ids(self) -> set[int]:
-        """``id()`` of every message in the session."""
-        return set(map(id, chain(islice(self.base, self._nbase), self.tail)))
+    def absent(self, keys: set[int]) -> set[int]:
+        """Which of ``keys`` (``id()`` of messages) the session does not hold (in C, without
+        a set of the session's own)."""
+        return keys.difference(map(id, chain(islice(self.base, self._nbase), self.tail)))
 
     def _at(self, k: int) -> Message:
         n = self._nbase

@@ -5,8 +5,7 @@ from __future__ import annotations
 import math
 import warnings
 from functools import partial
-from itertools import compress
-from operator import not_
+from itertools import count
 from typing import Any, Callable, Mapping, Sequence
 
 from .._checks import Invariants
@@ -131,9 +130,11 @@ class _Run:
         self.summaries: list[str] = []
         self.summarized: dict[str, int] = {}  # message id -> the request before which it was folded
         self._fixed: dict[str, int] = {}
-        # id() of the messages of turns[:marked_upto] not yet marked summarized, in order: a
-        # fold visits only these, not the whole conversation again
-        self._unsummarized: list[int] = []
+        # id() of the messages of turns[:marked_upto] not yet marked summarized (and each
+        # one's place in the recording): a fold visits only these, not the whole conversation
+        self._unsummarized: dict[int, int] = {}
+        self._unsummarized_ids: set[int] = set()
+        self._seq = count()
         self._marked_upto = 0
         self.available = 0  # messages the full history holds now
         self.prev: tuple[str, int] | None = None  # the previous request's system prompt and length
@@ -242,17 +243,20 @@ class _Run:
 
     def _mark_summarized(self, t: int, i: int) -> None:
         # a strategy that keeps many messages across folds (Codex keeps 20k tokens of user
-        # messages, and may fold at every request) visits them all at every fold: in C
-        now = self.session.ids()
+        # messages, and may fold at every request) has them all looked up at every fold: in C
+        order = self._unsummarized
         for msgs in self.rec.turns[self._marked_upto : t + 1]:
-            self._unsummarized.extend(map(id, msgs))
+            keys = list(map(id, msgs))
+            order.update(zip(keys, self._seq))
+            self._unsummarized_ids.update(keys)
         self._marked_upto = max(self._marked_upto, t + 1)
-        unsummarized = self._unsummarized
-        still = list(map(now.__contains__, unsummarized))
-        ids, summarized = self.rec.ids, self.summarized
-        for key in compress(unsummarized, map(not_, still)):
-            summarized[ids[key]] = i
-        self._unsummarized = list(compress(unsummarized, still))
+        gone = self.session.absent(self._unsummarized_ids)
+        if gone:
+            self._unsummarized_ids -= gone
+            ids, summarized = self.rec.ids, self.summarized
+            for key in sorted(gone, key=order.__getitem__):  # in the recording's order
+                summarized[ids[key]] = i
+                del order[key]
 
     def result(self) -> Replay:
         listener = self.listener
