@@ -272,18 +272,19 @@ class ProviderSession:
         p = k
         while p < n:
             m = new[p]
+            original = owner_of(id(m)) is not None
             e = -1
             if j < n_old:
                 if old[j] is m:
                     e = j
-                elif scans > 0 and owner_of(id(m)) is not None:
+                elif scans > 0 and original:
                     stop = min(n_old, j + scans)
                     e = next(compress(count_from(j), map(is_, islice(old, j, stop), repeat(m))), -1)
                     scans -= (e if e >= 0 else stop) - j
             if e < 0:
                 n_m = count(m)
                 t += n_m
-                if owner_of(id(m)) is None:
+                if not original:
                     s += n_m
                 else:
                     o += 1
