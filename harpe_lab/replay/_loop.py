@@ -131,7 +131,9 @@ class _Run:
         self.summarized: dict[str, int] = {}  # message id -> the request before which it was folded
         self._fixed: dict[str, int] = {}
         # id() of the messages of turns[:marked_upto] not yet marked summarized (and each
-        # one's place in the recording): a fold visits only these, not the whole conversation
+        # one's place in the recording): a fold visits only these, not the whole conversation.
+        # The same keys as a set too: a fold's difference from a set costs a fifth less than
+        # from the dict's keys (70 µs against 89 µs for Codex's ~1,200 kept messages)
         self._unsummarized: dict[int, int] = {}
         self._unsummarized_ids: set[int] = set()
         self._seq = count()
