@@ -1,21 +1,32 @@
-"""The replay floor: every preset against the time to tokenize the conversation.
+"""The replay floor: every preset against the time to tokenize, once, what it must price.
 
-A replay has to price every message at least once, so its floor is counting each distinct
-message once with the same encoding. This benchmark replays a generated conversation of
-about a million tokens (`harpe_lab.datasets.synthesize`) under every preset of
+A replay has to price every text it sends at least once, so its floor is counting each
+distinct text once with the same encoding. This benchmark replays a generated conversation
+of about a million tokens (`harpe_lab.datasets.synthesize`) under every preset of
 `harpe_lab.presets.PRESETS` (a preset added there joins with no change here) and divides
 by that floor, both with a fresh `TiktokenCounter` each repetition, so the counter's
 caches are cold on both sides:
 
-* **floor** — ``counter.count_message(m)`` for every distinct message (goal: replay ≤ 1.3×),
-  measured right before each replay: a row is the median of those pairs' ratios;
+* **floor** — ``counter.count_message(m)`` for every distinct message, then each text the
+  preset itself writes or weighs (stand-ins, notices, previews, summaries, a fold's prompt,
+  the JSON of a message that Aider weighs) as its reference replay asked the counter for it
+  (`_timed_counter` records them). A preset that writes nothing has the conversation's
+  floor. Goal: replay ≤ 1.3×. It is measured right before each replay, and a row is the
+  median of those pairs' ratios; the ratio to the conversation's messages alone is shown
+  beside;
 * **scaling** — the same preset on N and 2N turns, run one after the other (goal: ≤ 2.2×,
   i.e. linear), the median of the pairs' ratios.
 
-The bare tiktoken time (``encode_ordinary`` over the distinct texts, no counter) is shown
-beside the floor for reference. Every timed replay's request frame is checked, untimed,
-against a reference replay of the same preset run before the timings: a benchmark that
-changed a number would fail, not report a ratio.
+The bare tiktoken time (``encode_ordinary`` over the conversation's distinct texts, no
+counter) is shown beside the floor for reference. Every timed replay's request frame is
+checked, untimed, against a reference replay of the same preset run before the timings: a
+benchmark that changed a number would fail, not report a ratio.
+
+``--budget`` sets every preset's budget knob: 8,000 by default, where most presets fold
+often, and the agents' presets whose trigger follows their window fold at many requests
+(Codex's keeps 20,000 tokens of user messages, more than such a window holds, so it folds
+before most requests). ``--budget defaults`` leaves each preset at its own knobs, as its
+agent runs it (Codex's window 272,000, Cline's 128,000).
 
 The presets that call a distiller are measured against the goal with a constant-time
 distiller (a fixed summary and its usage, as an on-disk-cached `LLMDistiller` returns on a
@@ -30,9 +41,10 @@ recorded once, played back to the engine with no strategy work: `_Recorder`, `_P
 so the rest is the strategy's; its N-to-2N ratio, the part of it the cyclic garbage
 collector takes, and the four functions with the most own time in a cProfile of it. The row
 also says how long the cold replay spends tokenizing text the strategy wrote — stand-ins,
-placeholders, summaries, a fold's prompt — which the floor never counts (`_own_text`).
+placeholders, summaries, a fold's prompt — which its floor counts once (`_own_text`).
 
     .venv/bin/python -m benchmarks.replay [--tokens 1000000] [--reps 5] [--quick] [--strategies full,chain]
+        [--budget 8000|defaults]
 """
 
 from __future__ import annotations
@@ -62,7 +74,7 @@ from benchmarks.common import (  # noqa: E402
     request_count,
 )
 
-__all__ = ["run", "preset_names", "label", "main"]
+__all__ = ["run", "preset_names", "label", "own_knobs_differ", "BUDGET", "main"]
 
 LABELS = {
     "full": "FullContext",
@@ -112,6 +124,18 @@ class _CachedDistiller:
         return FIXED_SUMMARY
 
 
+BUDGET = 8_000
+"""Every preset's budget knob unless told otherwise."""
+
+
+def own_knobs_differ(budget: int = BUDGET) -> tuple[str, ...]:
+    """The presets whose own knobs are not ``budget``: a budget knob with another default
+    (the agents' presets, whose trigger follows their window, have none)."""
+    from harpe_lab.presets import PRESETS
+
+    return tuple(name for name, p in PRESETS.items() if p.budget_knob is not None and p.budget_knob.default != budget)
+
+
 FLOOR_GOAL = Goal("<=", 1.3)
 SCALING_GOAL = Goal("<=", 2.2)
 EXTRACTIVE_GOAL = Goal("<=", 3.0)
@@ -140,13 +164,13 @@ def run(
     *,
     tokens: int = 1_000_000,
     reps: int = 5,
-    budget: int = 8_000,
+    budget: int | None = BUDGET,
     strategies: Sequence[str] | None = None,
     slow_seconds: float = 10.0,
     slow_reps: int = 3,
 ) -> list[Row]:
     """Measure every preset (or ``strategies``, preset names) against the floor and N
-    against 2N turns; return table rows.
+    against 2N turns; return table rows. ``budget`` None: each preset at its own knobs.
 
     A preset whose first replay of the large conversation takes longer than
     ``slow_seconds`` is repeated ``slow_reps`` times instead of ``reps`` (its row says so),
@@ -171,25 +195,35 @@ def run(
     big_tokens, small_tokens = conversation_tokens(big, warm), conversation_tokens(small, warm)
     messages = big.messages()
     texts = _texts(big)
+    at = "each preset's own knobs" if budget is None else f"budget {budget:,}"
     log(f"replay floor: {len(big.turns)} turns, {len(messages)} messages, {big_tokens:,} tokens, "
-        f"{request_count(big)} requests; N = {len(small.turns)} turns ({small_tokens:,} tokens)")
+        f"{request_count(big)} requests; N = {len(small.turns)} turns ({small_tokens:,} tokens); {at}")
 
-    def floor() -> Any:
-        counter = TiktokenCounter()
-        system = Rendered(big.system)
+    def floor(own: Sequence[tuple[bool, str]] = ()) -> Callable[[], Any]:
+        """The floor's preparation: the conversation's messages, then ``own`` (``(by lines,
+        text)``, as a reference replay counted them), each counted once."""
+        def prepare() -> Any:
+            counter = TiktokenCounter()
+            system = Rendered(big.system)
+            count, count_lines = counter.count, counter.count_lines
 
-        def go() -> int:
-            return counter.count_rendered(system) + sum(map(counter.count_message, messages))
+            def go() -> int:
+                n = counter.count_rendered(system) + sum(map(counter.count_message, messages))
+                for by_lines, text in own:
+                    n += count_lines(text) if by_lines else count(text)
+                return n
 
-        return go
+            return go
+
+        return prepare
 
     def bare() -> Any:
         encode = encoding.encode_ordinary
         return lambda: sum(len(encode(t)) for t in texts)
 
-    def replaying(conversation: Any, name: str, extractive: bool = False) -> Any:
+    def replaying(conversation: Any, name: str, extractive: bool = False, given: Any = None) -> Any:
         def prepare() -> Any:
-            counter = TiktokenCounter()
+            counter = TiktokenCounter() if given is None else given
             # None: the preset's own offline distiller (ExtractiveDistiller)
             distill = _CachedDistiller() if _distills(name) and not extractive else None
             factory = make_strategy(name, budget=budget, counter=counter, system=conversation.system,
@@ -201,21 +235,31 @@ def run(
     # Each timed replay of the large conversation runs right after a floor run of its own,
     # and its row is the median of those pairs' ratios: one floor median shared by every row
     # let a lucky or unlucky stretch of the machine move them all together.
-    cases: dict[str, Any] = {"tiktoken": bare}
-    for name in strategies:
-        cases[f"floor|{name}/2N"] = floor
-        cases[f"{name}/2N"] = replaying(big, name)
-        cases[f"{name}/N"] = replaying(small, name)
-    extractive = [s for s in strategies if _distills(s)]
-    for name in extractive:
-        cases[f"floor|{name}+extractive/2N"] = floor
-        cases[f"{name}+extractive/2N"] = replaying(big, name, extractive=True)
-
-    # The reference frames: each case replayed once, untimed, before any timing.
+    # The reference frames: each case replayed once, untimed, before any timing, with a
+    # counter that has counted the conversation and records every other text it is asked for.
     reference: dict[str, Any] = {}
-    for case, prepare in cases.items():
-        if case != "tiktoken" and not case.startswith("floor|"):
-            reference[case] = prepare()().requests
+    own: dict[str, list[tuple[bool, str]]] = {}
+
+    def referred(case: str, conversation: Any, name: str, extractive: bool = False) -> Any:
+        counter = _timed_counter(record=True)
+        counter.count_rendered(Rendered(conversation.system))
+        counter.count_messages(conversation.messages())
+        counter._seen.clear()
+        reference[case] = replaying(conversation, name, extractive, counter)()().requests
+        own[case] = counter.recorded
+        return replaying(conversation, name, extractive)
+
+    cases: dict[str, Any] = {"tiktoken": bare, "floor": floor()}
+    extractive = [s for s in strategies if _distills(s)]
+    for name in strategies:
+        replay_2n = referred(f"{name}/2N", big, name)
+        cases[f"floor|{name}/2N"] = floor(own[f"{name}/2N"])
+        cases[f"{name}/2N"] = replay_2n
+        cases[f"{name}/N"] = referred(f"{name}/N", small, name)
+    for name in extractive:
+        replay_2n = referred(f"{name}+extractive/2N", big, name, extractive=True)
+        cases[f"floor|{name}+extractive/2N"] = floor(own[f"{name}+extractive/2N"])
+        cases[f"{name}+extractive/2N"] = replay_2n
 
     def check(case: str, result: Any) -> None:
         if case in reference and not result.requests.equals(reference[case]):
@@ -224,22 +268,28 @@ def run(
     timings = interleaved(cases, reps, check=check, slow=(slow_seconds, slow_reps), progress="replay floor")
 
     rows = []
-    floors = [t for case, ts in timings.seconds.items() if case.startswith("floor|") for t in ts]
-    floor_s, bare_s = median(floors), timings.median("tiktoken")
+    floor_s, bare_s = timings.median("floor"), timings.median("tiktoken")
     def beside(case: str) -> str:
+        texts = own[case]
+        written = (f"its own {len(texts):,} texts ({sum(len(t) for _, t in texts) / 1000:,.0f}k characters) "
+                   f"after the conversation's" if texts else "the conversation's messages alone")
         return (f"median of the ratios to a floor run right before each replay; medians {timings.median(case):.3f} s "
-                f"/ {timings.median(f'floor|{case}'):.3f} s (of all {len(floors)} floor runs {floor_s:.3f} s, bare "
-                f"tiktoken {bare_s:.3f} s)")
+                f"/ {timings.median(f'floor|{case}'):.3f} s, the floor counting {written}; to the conversation's "
+                f"messages alone {timings.median(case) / floor_s:.2f}× ({floor_s:.3f} s; bare tiktoken {bare_s:.3f} s)")
+
+    def named(name: str, extractive: bool = False) -> str:
+        shown = f"{label(name).split(' (')[0]} (ExtractiveDistiller)" if extractive else label(name)
+        return shown + (", its own knobs" if budget is None else "")
 
     for name in strategies:
         rows.append(Row(
-            "1 floor", f"{label(name)} / tokenize once (~{big_tokens / 1e6:.1f}M tokens)",
+            "1 floor", f"{named(name)} / tokenize once (~{big_tokens / 1e6:.1f}M tokens)",
             timings.paired(f"{name}/2N", f"floor|{name}/2N"), goal=FLOOR_GOAL, reps=timings.reps(f"{name}/2N"),
             detail=f"{beside(f'{name}/2N')}; frames checked",
         ))  # fmt: skip
     for name in extractive:
         rows.append(Row(
-            "1 floor", f"{label(name).split(' (')[0]} (ExtractiveDistiller) / tokenize once",
+            "1 floor", f"{named(name, True)} / tokenize once",
             timings.paired(f"{name}+extractive/2N", f"floor|{name}+extractive/2N"), goal=EXTRACTIVE_GOAL,
             reps=timings.reps(f"{name}+extractive/2N"),
             detail=f"{beside(f'{name}+extractive/2N')}; the offline distiller notebooks use",
@@ -247,7 +297,7 @@ def run(
     for name in strategies:
         t2, t1 = timings.median(f"{name}/2N"), timings.median(f"{name}/N")
         rows.append(Row(
-            "1 scaling", f"{label(name)}: 2N / N turns ({len(big.turns)} / {len(small.turns)})",
+            "1 scaling", f"{named(name)}: 2N / N turns ({len(big.turns)} / {len(small.turns)})",
             timings.paired(f"{name}/2N", f"{name}/N"), goal=SCALING_GOAL,
             reps=min(timings.reps(f"{name}/2N"), timings.reps(f"{name}/N")),
             detail=f"median of the ratios of each 2N run to the N run after it; {t2:.3f} s / {t1:.3f} s; "
@@ -255,14 +305,15 @@ def run(
         ))  # fmt: skip
     missed = {r.what for r in rows if r.verdict == "MISS"}
     for name in strategies:
-        if any(m.startswith(label(name)) for m in missed):
+        if any(m.startswith(f"{named(name)} /") or m.startswith(f"{named(name)}:") for m in missed):
             cold = timings.median(f"{name}/2N")
-            rows.append(_remains(big, small, name, budget, cold, timings.median(f"floor|{name}/2N"), reps))
+            rows.append(_remains(big, small, name, budget, named(name), cold, timings.median(f"floor|{name}/2N"),
+                                 reps))
     for name in extractive:
-        if any(m.startswith(f"{label(name).split(' (')[0]} (ExtractiveDistiller)") for m in missed):
+        if any(m.startswith(f"{named(name, True)} /") for m in missed):
             case = f"{name}+extractive/2N"
-            rows.append(_remains(big, small, name, budget, timings.median(case), timings.median(f"floor|{case}"), reps,
-                                 extractive=True))
+            rows.append(_remains(big, small, name, budget, named(name, True), timings.median(case),
+                                 timings.median(f"floor|{case}"), reps, extractive=True))
     return rows
 
 
@@ -439,18 +490,26 @@ def _collector_seconds(run: Callable[[], Any]) -> float:
     return spent[0]
 
 
-def _timed_counter() -> Any:
+def _timed_counter(record: bool = False) -> Any:
     """A fresh `TiktokenCounter` whose counting of texts is timed: every text its memo had
     not seen (`_encode_len` is what the memo calls on a miss), and every text counted line
-    by line (`count_lines`)."""
+    by line (`count_lines`). With ``record``, ``recorded`` holds each distinct one, in order,
+    as ``(by lines, text)``."""
     from harpe_lab.tokens import TiktokenCounter
 
     class TimedCounter(TiktokenCounter):
         def __init__(self) -> None:
             super().__init__()
             self.seconds, self.texts, self.chars = 0.0, 0, 0
+            self._seen: dict[tuple[bool, str], None] = {}
+
+        @property
+        def recorded(self) -> list[tuple[bool, str]]:
+            return list(self._seen)
 
         def _timed(self, count: Callable[[str], int], text: str) -> int:
+            if record:
+                self._seen[count.__name__ == "count_lines", text] = None
             started = time.perf_counter()
             try:
                 return count(text)
@@ -469,7 +528,7 @@ def _timed_counter() -> Any:
 
 
 def _own_text(conversation: Any, go: Callable[[Any, Any], Any], reps: int) -> tuple[float, int, int]:
-    """The time a replay spends tokenizing text the floor never counts — stand-ins,
+    """The time a replay spends tokenizing text beyond the conversation's messages — stand-ins,
     placeholders, summaries, a fold's prompt: a fresh counter first counts what the floor
     counts (the system prompt and every message), then the replay runs with it and its
     encodes are timed. Median seconds, and how many texts and characters."""
@@ -486,8 +545,8 @@ def _own_text(conversation: Any, go: Callable[[Any, Any], Any], reps: int) -> tu
     return sorted(runs)[len(runs) // 2]
 
 
-def _remains(big: Any, small: Any, name: str, budget: int, cold: float, floor_s: float, reps: int, *,
-             extractive: bool = False) -> Row:
+def _remains(big: Any, small: Any, name: str, budget: int | None, what: str, cold: float, floor_s: float, reps: int,
+             *, extractive: bool = False) -> Row:
     """What a preset's replay spends beyond counting: the same replay with the counter's
     caches already full (so what is timed is the engine's and the strategy's own Python),
     its N-to-2N ratio, and the functions that take most of it (cProfile, own time)."""
@@ -535,13 +594,12 @@ def _remains(big: Any, small: Any, name: str, budget: int, cold: float, floor_s:
     total = sum(own.values()) or 1.0
     top = sorted(own.items(), key=lambda kv: -kv[1])[:4]
     requests = request_count(big)
-    what = f"{label(name).split(' (')[0]} (ExtractiveDistiller)" if extractive else label(name)
     return Row(
         "1 remains", f"{what}: the replay with the counter's caches full", 1000 * warm2, unit="ms",
         reps=timings.reps("2N"),
         detail=(f"{1e6 * warm2 / requests:.0f} µs a request ({requests} requests), {warm2 / cold:.0%} of the cold "
-                f"replay's {cold:.3f} s (floor {floor_s:.3f} s); tokenizing the text it wrote, which the floor "
-                f"never counts, {1000 * text_s:.0f} ms ({texts:,} texts, {chars / 1000:,.0f}k characters; "
+                f"replay's {cold:.3f} s (floor {floor_s:.3f} s); tokenizing the text it wrote, which its floor "
+                f"counts once too, {1000 * text_s:.0f} ms ({texts:,} texts, {chars / 1000:,.0f}k characters; "
                 f"{text_s / floor_s:.2f} of the ratio), in the cold replay, not in this one; the engine alone "
                 f"{1000 * engine_s:.0f} ms (the same requests played back to it, no strategy work), so the "
                 f"strategy's own work about {1000 * max(0.0, warm2 - engine_s):.0f} ms; warm 2N / N {warm2 / warm1:.2f}; the cyclic "
@@ -550,11 +608,24 @@ def _remains(big: Any, small: Any, name: str, budget: int, cold: float, floor_s:
     )  # fmt: skip
 
 
+def _budget(text: str) -> int | None:
+    if text == "defaults":
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number of tokens or 'defaults', not {text!r}")
+    return value
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tokens", type=int, default=1_000_000, help="size of the 2N conversation")
     parser.add_argument("--reps", type=int, default=5)
-    parser.add_argument("--budget", type=int, default=8_000, help="token budget of the presets")
+    parser.add_argument("--budget", type=_budget, default=BUDGET,
+                        help="every preset's budget knob, or 'defaults' for each preset's own (default 8000)")
     parser.add_argument("--strategies", default=None, help="comma-separated preset names (default: every preset)")
     parser.add_argument("--quick", action="store_true", help="200k tokens, 3 reps")
     args = parser.parse_args(argv)

@@ -8,7 +8,8 @@ Sections (``--sections``, comma-separated; all by default):
 
 ==========  ==============================================================================
 floor       every preset of `harpe_lab.presets.PRESETS` replaying ~1M tokens / counting
-            each message once; N against 2N turns (`benchmarks.replay`)
+            once what it prices; N against 2N turns (`benchmarks.replay`); at budget 8,000,
+            and again at their own knobs for the presets whose knobs differ
 langchain   LangChain ``trim_messages`` at every request / harpe_lab's SlidingWindow
             replay (`benchmarks.langchain_compare`)
 journal     ``Journal.stream`` over a large journal / bare orjson (and / ``json``), with
@@ -214,8 +215,11 @@ def dashboard_rows(requests: int, moves: int) -> list[Row]:
 def _floor(s: Sizes) -> list[Row]:
     from benchmarks import replay
 
-    return replay.run(tokens=s.floor_tokens, reps=s.reps, slow_seconds=s.slow[0] if s.slow else float("inf"),
-                      slow_reps=s.slow[1] if s.slow else s.reps)  # fmt: skip
+    slow = {"slow_seconds": s.slow[0] if s.slow else float("inf"), "slow_reps": s.slow[1] if s.slow else s.reps}
+    rows = replay.run(tokens=s.floor_tokens, reps=s.reps, budget=replay.BUDGET, **slow)
+    # the presets that fold elsewhere at their own knobs (the agents' at their windows), as users run them
+    own = replay.own_knobs_differ()
+    return rows + (replay.run(tokens=s.floor_tokens, reps=s.reps, budget=None, strategies=own, **slow) if own else [])
 
 
 def _langchain(s: Sizes) -> list[Row]:

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.peers import PAIRS
+from benchmarks.replay import own_knobs_differ
 from harpe_lab.presets import PRESETS
 from tests._support.data import ROOT
 
@@ -38,6 +39,7 @@ def _rows(table: str, section: str) -> list[list[str]]:
     ]
 
 
+OWN = own_knobs_differ()  # measured again at their own knobs
 HAS_LANGCHAIN = importlib.util.find_spec("langchain_core") is not None
 HAS_DASK = importlib.util.find_spec("distributed") is not None
 HAS_MSGSPEC = importlib.util.find_spec("msgspec") is not None
@@ -61,8 +63,9 @@ class TestTinyRun:
 
     @pytest.mark.parametrize(
         "section, rows",
-        [("1 floor", len(PRESETS) + sum("distill" in p.needs for p in PRESETS.values())),
-         ("1 scaling", len(PRESETS)), ("3 journal", 4 + HAS_MSGSPEC), ("4 scale-out", 4 if HAS_DASK else 3),
+        [("1 floor", len(PRESETS) + sum("distill" in p.needs for p in PRESETS.values())
+          + len(OWN) + sum("distill" in PRESETS[n].needs for n in OWN)),
+         ("1 scaling", len(PRESETS) + len(OWN)), ("3 journal", 4 + HAS_MSGSPEC), ("4 scale-out", 4 if HAS_DASK else 3),
          ("7 peers", sum(p.available() for p in PAIRS) + (not all(p.available() for p in PAIRS))),
          ("8 sessions", 5),
          pytest.param("2 LangChain", 4, marks=needs_langchain)],
@@ -76,15 +79,18 @@ class TestTinyRun:
         missed = {row[1] for section in ("1 floor", "1 scaling") for row in _rows(results, section)
                   if row[4] == "MISS"}
         remains = _rows(results, "1 remains")
+        def of(preset, m):  # "X, its own knobs / …" is not a row of X's
+            return m.startswith(f"{preset} /") or m.startswith(f"{preset}:")
+
         for row in remains:
             preset = row[1].split(": the replay with")[0]
-            assert any(m.startswith(preset) for m in missed), row[1]
+            assert any(of(preset, m) for m in missed), row[1]
             assert row[2].endswith(" ms") and "warm 2N / N" in row[5] and "own time:" in row[5]
             assert re.search(r"the cyclic garbage collector \d+ ms of it", row[5]), row[5]
             assert re.search(r"the engine alone \d+ ms .*the strategy's own work about \d+ ms", row[5]), row[5]
-            assert re.search(r"tokenizing the text it wrote, which the floor never counts, \d+ ms \([\d,]+ texts", row[5])
+            assert re.search(r"tokenizing the text it wrote, which its floor counts once too, \d+ ms \([\d,]+ texts", row[5])
         for m in missed:
-            assert any(m.startswith(r[1].split(": the replay with")[0]) for r in remains), m
+            assert any(of(r[1].split(": the replay with")[0], m) for r in remains), m
 
     def test_the_dashboard_reports_milliseconds_with_a_verdict(self, run):
         _, results = run
@@ -211,6 +217,20 @@ class TestOwnText:
         assert counter.count_lines("one\ntwo\n") == counter.count("one\ntwo\n")
         assert (counter.texts, counter.chars) == (3, len("a new text") + 2 * len("one\ntwo\n"))
         assert counter.seconds > 0
+
+    def test_the_floor_gets_each_text_once_and_how_it_was_counted(self):
+        from benchmarks.replay import _timed_counter
+
+        counter = _timed_counter(record=True)
+        counter.count("a new text")
+        counter.count_lines("one\ntwo\n")
+        counter.count("a new text")
+        counter.count_lines("one\ntwo\n")  # not memoized whole: timed again, recorded once
+        assert counter.texts == 3
+        assert counter.recorded == [(False, "a new text"), (True, "one\ntwo\n")]
+        plain = _timed_counter()
+        plain.count("a new text")
+        assert plain.texts == 1 and plain.recorded == []
 
     def test_a_strategy_that_writes_nothing_tokenizes_nothing_new(self):
         from benchmarks.replay import _own_text
