@@ -223,6 +223,10 @@ class ContextManagementContext(TurnLifecycle, Summarizes):
         self._unique = True  # no call id came twice: a call is found by its id from the transcript's start
         self._turn_calls = 0  # of them, the current turn's (protect_last_n)
         self._planned: list[str] = []  # call ids to summarize when the current request is answered
+        # no message before this place in the transcript holds a call: the oldest calls are
+        # summarized first, so a long session's transcript opens with many messages without
+        # any, which Goose walks past at every plan and we need not
+        self._no_calls_before = 0
         self._summary = ""
         self._starting = False  # the turn's input was added and nothing since: the compaction check
         self._opening = False  # a turn started and its input is the next message stored
@@ -311,6 +315,7 @@ class ContextManagementContext(TurnLifecycle, Summarizes):
             transcript.append(kept if not kept.attachments else UserInput(kept.text))  # type: ignore[union-attr]
         self._transcript = transcript
         self._replaced = True
+        self._no_calls_before = 0
         self._summary = text
         self._reported = None
         self._calls = self._turn_calls = 0
@@ -329,8 +334,12 @@ class ContextManagementContext(TurnLifecycle, Summarizes):
             return
         wanted = min(eligible - cutoff, self._batch)
         ids: list[str] = []
-        for m in self._transcript:
-            if isinstance(m, AssistantMessage):
+        t = self._transcript
+        for k in range(self._no_calls_before, len(t)):
+            m = t[k]
+            if isinstance(m, AssistantMessage) and m.calls:
+                if not ids:
+                    self._no_calls_before = k
                 ids.extend(call.id for call in m.calls[: wanted - len(ids)])
                 if len(ids) == wanted:
                     break
@@ -366,7 +375,14 @@ class ContextManagementContext(TurnLifecycle, Summarizes):
         if not lines:
             return False
         self._calls -= sum(len(t[k].calls) for k in hidden if isinstance(t[k], AssistantMessage))  # type: ignore[union-attr]
-        self._transcript = [m for k, m in enumerate(t) if k not in hidden] + lines
+        kept: list[Message] = []
+        start = 0
+        for k in sorted(hidden):  # what lies between hidden messages, copied a run at a time
+            kept += t[start:k]
+            start = k + 1
+        kept += t[start:]
+        # the hidden messages came after the place where none held a call, so it stands
+        self._transcript = kept + lines
         self._replaced = True
         self._events.emit(ToolPairsSummarized(len(lines), len(hidden)))
         self._events.emit(ContextCompacted(len(hidden)))
@@ -379,7 +395,8 @@ class ContextManagementContext(TurnLifecycle, Summarizes):
             return {call.id: k for k, m in enumerate(t) if isinstance(m, AssistantMessage) for call in m.calls}
         wanted = set(planned)
         where: dict[str, int] = {}
-        for k, m in enumerate(t):
+        for k in range(self._no_calls_before, len(t)):
+            m = t[k]
             if isinstance(m, AssistantMessage):
                 for call in m.calls:
                     if call.id in wanted:
@@ -392,6 +409,7 @@ class ContextManagementContext(TurnLifecycle, Summarizes):
         self._reported, self._calls, self._summary = self._marked_state
         self._planned = []  # the cancelled loop aborts its summarization task
         self._replaced = True
+        self._no_calls_before = 0
         self._turn_calls = 0
         self._starting = self._opening = False
 

@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import json
 import math
+from bisect import bisect_left
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence
 
@@ -260,6 +261,7 @@ class SessionCompactionContext(TurnLifecycle, Summarizes):
         self._summary_message: AssistantMessage | None = None  # from the next summarizer
         self._summary = ""
         self._pruned: set[int] = set()  # the messages a prune replaced since the last request
+        self._scan: _PruneScan | None = None
         self._marked_state: tuple = (None, None, None, "")
         self._answered = False  # a turn was answered since the last prune
 
@@ -283,7 +285,10 @@ class SessionCompactionContext(TurnLifecycle, Summarizes):
 
     def _added(self, message: Message) -> None:
         if isinstance(message, AssistantMessage):
-            self._names.update((c.id, c.name) for c in message.calls)
+            names = self._names
+            if self._scan is not None and any(names.get(c.id, c.name) != c.name for c in message.calls):
+                self._scan = None  # a call id used again for another tool: outputs scanned may change side
+            names.update((c.id, c.name) for c in message.calls)
 
     def _restored(self) -> None:
         self._reported, self._asked, self._summary_message, self._summary = self._marked_state
@@ -369,53 +374,96 @@ class SessionCompactionContext(TurnLifecycle, Summarizes):
         return True
 
     def _prune(self) -> None:
+        """``prune``: newest first, past the last two user turns and back to a summary or an
+        output pruned before, the outputs past the newest ``prune_protect`` tokens, when they
+        come to more than ``prune_minimum``. That walk's region is found in the running sums
+        of `_PruneScan` (OpenCode walks it at every turn: at its own window that is every
+        output of the last ~60,000 tokens, each time)."""
         c = self.config
-        t = self._transcript
-        total = freed = 0
-        chosen: list[tuple[int, int]] = []
-        turns = 0
-        done = False
-        for i in range(len(t) - 1, -1, -1):
-            m = t[i]
-            if isinstance(m, UserInput):
-                turns += 1
-            if turns < 2:
-                continue  # the last two user turns are never pruned
-            if m is self._summary_message:
-                break
-            if not isinstance(m, ToolResults):
-                continue
-            for j in range(len(m.results) - 1, -1, -1):
-                r = m.results[j]
-                if not r.success or self._names.get(r.id) in c.protected_tools:
-                    continue
-                if r.content == CLEARED and not r.attachments:
-                    done = True  # an output pruned before: everything older was looked at then
-                    break
-                tokens = estimate(r.content)
-                total += tokens
-                if total <= c.prune_protect:
-                    continue
-                freed += tokens
-                chosen.append((i, j))
-            if done:
-                break
+        s = self._scanned()
+        users = s.users
+        if len(users) < 2:
+            return  # the walk never leaves the last two user turns
+        u2 = users[-2]
+        b = bisect_left(s.at, u2)  # the outputs before the second newest user message
+        # (the walk also stops at the summary message; but that is second, after the compaction
+        # request, and no output comes before it)
+        a = s.pruned_upto
+        k = bisect_left(s.cleared, b) - 1  # the newest output recorded as cleared, before b
+        if k >= 0:
+            a = max(a, s.cleared[k] + 1)
+        if a >= b:
+            return
+        cum = s.cum
+        # newest first, an output is pruned once the outputs from it to b come to more than
+        # prune_protect: those before the first place where the running sum reaches this
+        cut = bisect_left(cum, cum[b] - c.prune_protect, a, b)
+        freed = cum[cut] - cum[a]
         if freed <= c.prune_minimum:
             return
         by_message: dict[int, set[int]] = {}
-        for i, j in chosen:
+        for i, j in zip(s.at[a:cut], s.result[a:cut]):
             by_message.setdefault(i, set()).add(j)
-        t = list(t)  # earlier requests read the old list: the edit goes into a copy
+        t = list(self._transcript)  # earlier requests read the old list: the edit goes into a copy
         for i, js in by_message.items():
             m = t[i]
             t[i] = ToolResults(tuple(ToolResult(r.id, CLEARED, (), r.success) if j in js else r
                                      for j, r in enumerate(m.results)), m.pinned)  # type: ignore[union-attr]
-        self._transcript = t
+        self._transcript = s.of = t
+        s.pruned_upto = cut
         self._pruned.update(by_message)
-        self._events.emit(Pruned(len(chosen), freed))
+        self._events.emit(Pruned(cut - a, freed))
+
+    def _scanned(self) -> "_PruneScan":
+        """The scan of the transcript, brought up to date: the list only grows until a
+        compaction or an abort replaces it, and then it is scanned again."""
+        t = self._transcript
+        s = self._scan
+        if s is None or s.of is not t:
+            s = self._scan = _PruneScan(t)
+        if s.seen == len(t):
+            return s
+        names, protected = self._names, self.config.protected_tools
+        users, at, result, cum, cleared = s.users, s.at, s.result, s.cum, s.cleared
+        total = cum[-1]
+        for i in range(s.seen, len(t)):
+            m = t[i]
+            if isinstance(m, ToolResults):
+                for j, r in enumerate(m.results):
+                    if not r.success or names.get(r.id) in protected:
+                        continue  # never pruned, and never where the walk stops
+                    if r.content == CLEARED and not r.attachments:
+                        cleared.append(len(at))
+                    at.append(i)
+                    result.append(j)
+                    total += estimate(r.content)
+                    cum.append(total)
+            elif isinstance(m, UserInput):
+                users.append(i)
+        s.seen = len(t)
+        return s
 
     def __repr__(self) -> str:
         return f"SessionCompactionContext(usable={self.config.usable:,}, {len(self._transcript)} messages)"
+
+
+
+class _PruneScan:
+    """The outputs a prune may weigh in one transcript list, in order: each one's message
+    (``at``) and place in it (``result``), the running sum of their estimates (``cum[k]``:
+    the first k), which of them were cleared when recorded, and every user message's place."""
+
+    __slots__ = ("of", "seen", "users", "at", "result", "cum", "cleared", "pruned_upto")
+
+    def __init__(self, of: list[Message]) -> None:
+        self.of = of
+        self.seen = 0
+        self.users: list[int] = []
+        self.at: list[int] = []
+        self.result: list[int] = []
+        self.cum: list[int] = [0]
+        self.cleared: list[int] = []
+        self.pruned_upto = 0  # the outputs up to the newest one pruned
 
 
 # --- presets ------------------------------------------------------------------------------

@@ -232,6 +232,22 @@ class TestGoose:
             lines = sent[end - e.event.calls: end]
             assert all(isinstance(m, UserInput) and m.text.startswith(goose.PAIR_SUMMARY_PREFIX) for m in lines)
 
+    @PROPERTY
+    @given(conversations(max_turns=8), st.integers(0, 4), st.integers(1, 3))
+    def test_a_plan_starts_where_no_older_message_holds_a_call(self, convo, cutoff, batch):
+        """The plan skips the transcript's opening without calls (`_no_calls_before`), as
+        Goose's walk from the start would: the same requests with the place held at 0."""
+
+        class FromTheStart(goose.ContextManagementContext):
+            _no_calls_before = property(lambda self: 0, lambda self, value: None)
+
+        config = goose.ContextManagement(window=100_000, cutoff=cutoff, batch=batch)
+        made = {cls: replay(convo, lambda cls=cls: cls(SYSTEM, config, distill=Distiller()), counter=COUNTER,
+                            name="goose") for cls in (goose.ContextManagementContext, FromTheStart)}
+        ours, walked = made.values()
+        assert ours.requests.equals(walked.requests)
+        assert [ours.rendered(i) for i in range(len(ours))] == [walked.rendered(i) for i in range(len(walked))]
+
     def test_bundled_datasets(self):
         _bundled_replays("goose")
 

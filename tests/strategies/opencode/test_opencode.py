@@ -9,7 +9,7 @@ import math
 import pickle
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harpe_lab.errors import StrategyError
@@ -20,7 +20,7 @@ from harpe_lab.replay import replay
 from harpe_lab.strategies import opencode
 from harpe_lab.summarize import ExtractiveDistiller
 from harpe_lab.tokens import TiktokenCounter
-from tests._support.builders import call, reply, results, user
+from tests._support.builders import call, reply, result, results, user
 from tests._support.editing import SYSTEM, assert_pairs_by_ids, conversations
 from tests.strategies._agents import (COUNTER, PROPERTY, REAL, Distiller, _after_clean_history, _answered,
                                       _bundled_replays, _events, _previous_usage, _real_conversation, _replay,
@@ -36,6 +36,44 @@ def _oc_tokens(*messages) -> int:
         else:
             out.append({"role": "assistant", "content": [{"type": "text", "text": m.text}]})
     return math.floor(len(json.dumps(out, ensure_ascii=False, separators=(",", ":"))) / 4 + 0.5)
+
+
+def _walked(t: list, summary, names: dict[str, str], c: opencode.SessionCompaction) -> tuple[list, object]:
+    """OpenCode's ``prune`` as it walks (``compaction.ts``): newest first, past the last two
+    user turns, back to the summary or an output pruned before. The transcript after it, and
+    its `Pruned` event (None: nothing pruned)."""
+    total = freed = turns = 0
+    chosen = []
+    for i in range(len(t) - 1, -1, -1):
+        m = t[i]
+        turns += isinstance(m, UserInput)
+        if turns < 2:
+            continue
+        if m is summary:
+            break
+        if not isinstance(m, ToolResults):
+            continue
+        done = False
+        for j in range(len(m.results) - 1, -1, -1):
+            r = m.results[j]
+            if not r.success or names.get(r.id) in c.protected_tools:
+                continue
+            if r.content == opencode.CLEARED and not r.attachments:
+                done = True
+                break
+            total += opencode.estimate(r.content)
+            if total > c.prune_protect:
+                freed += opencode.estimate(r.content)
+                chosen.append((i, j))
+        if done:
+            break
+    if freed <= c.prune_minimum:
+        return t, None
+    for i, j in chosen:
+        rs = list(t[i].results)
+        rs[j] = type(rs[j])(rs[j].id, opencode.CLEARED, (), rs[j].success)
+        t[i] = ToolResults(tuple(rs), t[i].pinned)
+    return t, opencode.Pruned(len(chosen), freed)
 
 
 def _opencode(usable: int = 1_000, distill=None, events=None, **config):
@@ -215,6 +253,49 @@ class TestOpenCode:
                 assert len(sent) == 3 or rp.sent_ids(i)[-1] == rp.available_ids(i)[-1]
             else:
                 assert rp.sent_ids(i)[-1] == rp.available_ids(i)[-1]
+
+    @settings(PROPERTY, max_examples=300)
+    @given(st.data())
+    def test_the_prune_is_opencodes_walk(self, data):
+        """The prune finds its region in running sums: against OpenCode's own walk
+        (`_walked`), at every turn start, through compactions, aborts, errors, ``skill``
+        outputs and outputs recorded already cleared."""
+        config = opencode.SessionCompaction(window=data.draw(st.sampled_from([400, 4_000, 10**9])), max_output=10,
+                                            reserved=0, prune_protect=data.draw(st.sampled_from([0, 40, 50, 60])),
+                                            prune_minimum=data.draw(st.sampled_from([0, 10, 40, 45])))
+        events: list = []
+        ctx = config.context(SYSTEM, distill=Distiller(), on_event=events.append)
+        names: dict[str, str] = {}
+        answered = False
+        n = 0
+        for t in range(data.draw(st.integers(1, 12))):
+            before, summary = ctx.transcript, ctx._summary_message
+            del events[:]
+            ctx.begin_turn(user(f"task {t}"))
+            expected, pruned = _walked(list(before), summary, names, config) if answered else (list(before), None)
+            assert list(ctx.transcript[:-1]) == expected, t
+            assert [e for e in events if isinstance(e, opencode.Pruned)] == ([pruned] if pruned else []), t
+            ctx.compact()
+            for _ in range(data.draw(st.integers(0, 4))):
+                ctx.observe(Usage(input_tokens=data.draw(st.sampled_from([10, 300, 5_000]))))
+                ids = []
+                for _ in range(data.draw(st.integers(1, 2))):
+                    n += 1
+                    ids.append((f"c{n}", data.draw(st.sampled_from(["read", "bash", "skill"]))))
+                names.update(ids)
+                ctx.append(reply("", *(call(i, name) for i, name in ids)))
+                outputs = [(i, data.draw(st.sampled_from(["o" * 40, "o" * 160, "o" * 400, opencode.CLEARED])))
+                           for i, _ in ids]
+                failed = {i for i, _ in ids if data.draw(st.integers(0, 5)) == 0}
+                ctx.append(ToolResults(tuple(result(i, o, success=i not in failed) for i, o in outputs)))
+                ctx.compact()
+            answered = data.draw(st.integers(0, 4)) > 0
+            if answered:
+                ctx.observe(Usage(input_tokens=10))
+                ctx.append(reply(f"answer {t}"))
+                ctx.commit_turn()
+            else:
+                ctx.abort_turn()
 
     def test_bundled_datasets(self):
         _bundled_replays("opencode")
