@@ -20,7 +20,7 @@ messages here). Messages a strategy made up (a summary message) belong to no tur
 
 from __future__ import annotations
 
-from itertools import chain, compress, islice, repeat
+from itertools import compress, islice, repeat
 from itertools import count as count_from
 from operator import add, is_, is_not
 from typing import Any, Mapping, Sequence
@@ -64,7 +64,7 @@ class ProviderSession:
     to its turn; ``count`` prices a message."""
 
     __slots__ = ("base", "_nbase", "tail", "version", "system", "_tok", "_syn", "_org", "_owner", "_count",
-                 "turn_tokens", "shared")
+                 "turn_tokens", "shared", "_held", "_left")
 
     def __init__(self, owner: Mapping[int, int], count: Any) -> None:
         self.base: Sequence[Message] = ()
@@ -86,6 +86,11 @@ class ProviderSession:
         """Tokens of the trailing run of the current turn's messages."""
         self.shared = 0
         """Leading messages identical to the previous request's."""
+        # id() of each original message the session holds -> how many times; and those whose
+        # count fell to 0 since `gone` was last asked (a fold is then O(what left), not
+        # O(what the session holds): Codex may fold at every request, keeping 1,000 messages)
+        self._held: dict[int, int] = {}
+        self._left: set[int] = set()
 
     @property
     def length(self) -> int:
@@ -99,10 +104,30 @@ class ProviderSession:
             base = tuple(base[: self._nbase])
         return base + tuple(self.tail) if self.tail else base
 
-    def absent(self, keys: set[int]) -> set[int]:
-        """Which of ``keys`` (``id()`` of messages) the session does not hold (in C, without
-        a set of the session's own)."""
-        return keys.difference(map(id, chain(islice(self.base, self._nbase), self.tail)))
+    def gone(self, keys: Mapping[int, Any]) -> set[int]:
+        """Which of ``keys`` (``id()`` of original messages the session has held) it no longer
+        holds: of those that left it since the last call, the ones not back."""
+        left, held = self._left, self._held
+        out = {k for k in left if not held.get(k) and k in keys}
+        left.clear()
+        return out
+
+    def _enter(self, m: Message) -> None:
+        k = id(m)
+        if k in self._owner:
+            held = self._held
+            held[k] = held.get(k, 0) + 1
+
+    def _leave(self, m: Message) -> None:
+        k = id(m)
+        held = self._held
+        n = held.get(k)
+        if n is not None:
+            if n == 1:
+                del held[k]
+                self._left.add(k)
+            else:
+                held[k] = n - 1
 
     def _at(self, k: int) -> Message:
         n = self._nbase
@@ -125,7 +150,11 @@ class ProviderSession:
 
     def append(self, m: Message, turn: int) -> None:
         n = self._count(m)
-        owner = self._owner.get(id(m))
+        key = id(m)
+        owner = self._owner.get(key)
+        if owner is not None:
+            held = self._held
+            held[key] = held.get(key, 0) + 1
         tok = self._tok
         if tok:  # `_grow`, written out: this runs once per message of the recording
             tok.append(tok[-1] + n)
@@ -139,6 +168,7 @@ class ProviderSession:
         self.turn_tokens = self.turn_tokens + n if owner == turn else 0
 
     def _push(self, m: Message) -> None:
+        self._enter(m)
         self._grow(self._count(m), self._owner.get(id(m)) is not None)
 
     def _grow(self, n: int, original: bool) -> None:
@@ -220,7 +250,9 @@ class ProviderSession:
             for p in places:
                 before_t, before_s, before_o = (tok[p - 1], syn[p - 1], org[p - 1]) if p else (0, 0, 0)
                 was_t, was_s, was_o = tok[p] - before_t, syn[p] - before_s, org[p] - before_o
+                self._leave(at(p))
                 m = new[p]
+                self._enter(m)
                 t = count(m)
                 original = owner_of(id(m)) is not None
                 dt += t - was_t
@@ -264,6 +296,7 @@ class ProviderSession:
         # first original message after the last run stands in old (with, in all, at most about
         # twice the messages of both compared), and how far the two agree from there.
         count, owner_of = self._count, self._owner.get
+        enter, leave = self._enter, self._leave
         n, n_old = len(new), len(old)
         scans = 2 * (n_old - k) + n
         j = k  # where in old a run is looked for from
@@ -288,6 +321,7 @@ class ProviderSession:
                     s += n_m
                 else:
                     o += 1
+                    enter(m)
                 tok.append(t)
                 syn.append(s)
                 org.append(o)
@@ -305,8 +339,12 @@ class ProviderSession:
             syn.extend(map(add, old_s[a : a + run], repeat(s - base_s)))
             org.extend(map(add, old_o[a : a + run], repeat(o - base_o)))
             t, s, o = tok[-1], syn[-1], org[-1]
+            for dropped in islice(old, j, e):  # what old held between the last run and this one
+                leave(dropped)
             p += run
             j = e + run
+        for dropped in islice(old, j, None):
+            leave(dropped)
         checks.pairs_kept(new, i, unchecked)
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 import warnings
 from functools import partial
-from itertools import count
 from typing import Any, Callable, Mapping, Sequence
 
 from .._checks import Invariants
@@ -60,6 +59,7 @@ def replay(
         run.start_turn(t)
         ctx.begin_turn(msgs[0])
         run.available += 1
+        run.appended += 1
         first = ctx.compact()
         session.adopt(first.rendered, t, len(run.rows), run.checks, first.edits)
         calls = run.rec.calls[t]
@@ -73,6 +73,7 @@ def replay(
                 ctx.append(m)
                 session.append(m, t)
             run.available += len(after) + (reply is not None)
+            run.appended += len(after) + (reply is not None)
             if after and step + 1 < len(calls):
                 n = ctx.compact()
                 if n.compacted:
@@ -130,15 +131,13 @@ class _Run:
         self.summaries: list[str] = []
         self.summarized: dict[str, int] = {}  # message id -> the request before which it was folded
         self._fixed: dict[str, int] = {}
-        # id() of the messages of turns[:marked_upto] not yet marked summarized (and each
-        # one's place in the recording): a fold visits only these, not the whole conversation.
-        # The same keys as a set too: a fold's difference from a set costs a fifth less than
-        # from the dict's keys (70 µs against 89 µs for Codex's ~1,200 kept messages)
+        # id() of the messages appended before the last fold and not yet marked summarized,
+        # each with its place in the recording (`rec.messages[:keyed]`): a fold asks the
+        # session which of them it no longer holds, from what left it since the fold before
         self._unsummarized: dict[int, int] = {}
-        self._unsummarized_ids: set[int] = set()
-        self._seq = count()
-        self._marked_upto = 0
+        self._keyed = 0
         self.available = 0  # messages the full history holds now
+        self.appended = 0  # messages of the recording appended so far (an aborted turn's too)
         self.prev: tuple[str, int] | None = None  # the previous request's system prompt and length
         self.prev_at: float | None = None  # when the previous request went out (recorded), if known
         self.gap: float | None = None  # seconds from the previous request to this one, if both are recorded
@@ -244,17 +243,13 @@ class _Run:
         return book.for_call(self.model) if isinstance(book, CallPricing) else book
 
     def _mark_summarized(self, t: int, i: int) -> None:
-        # a strategy that keeps many messages across folds (Codex keeps 20k tokens of user
-        # messages, and may fold at every request) has them all looked up at every fold: in C
+        # only what was appended: a fold mid-turn leaves the turn's later messages to come
         order = self._unsummarized
-        for msgs in self.rec.turns[self._marked_upto : t + 1]:
-            keys = list(map(id, msgs))
-            order.update(zip(keys, self._seq))
-            self._unsummarized_ids.update(keys)
-        self._marked_upto = max(self._marked_upto, t + 1)
-        gone = self.session.absent(self._unsummarized_ids)
+        start, end = self._keyed, self.appended
+        order.update(zip(map(id, self.rec.messages[start:end]), range(start, end)))
+        self._keyed = end
+        gone = self.session.gone(order)
         if gone:
-            self._unsummarized_ids -= gone
             ids, summarized = self.rec.ids, self.summarized
             for key in sorted(gone, key=order.__getitem__):  # in the recording's order
                 summarized[ids[key]] = i

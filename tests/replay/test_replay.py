@@ -23,6 +23,7 @@ from harpe_lab import (
     WindowedContext,
 )
 from harpe_lab.messages import Rendered
+from harpe_lab.protocol import ContextCompacted
 from harpe_lab.strategies.harpe import Compaction
 from harpe_lab.conversation import Conversation, Turn
 from harpe_lab.replay import REQUEST_COLUMNS, Pricing, replay
@@ -297,6 +298,65 @@ class TestRunsOfTheLastRequest:
                         if isinstance(m, UserInput) and m.text.startswith("note "))
             assert f["summary_tokens"][i] == notes
             assert f["messages_dropped"][i] == sum(state != "sent" for state in rp.kept(i).values())
+
+    @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(conv=conversations(), seed=st.integers(0, 2**16))
+    def test_a_fold_marks_what_left_and_nothing_yet_to_come(self, conv, seed):
+        """At a fold, every message the history holds, not sent and not marked before, is
+        marked summarized, and no other: not a message the turn has yet to append (a fold
+        mid-turn)."""
+
+        class Folder(_Picker):
+            """Or it edits the last request in place (`Compaction.edits`): a note where a
+            message stood, followed by what was appended since."""
+
+            last: tuple = ()
+            since: list = []
+
+            def subscribe(self, sink):
+                self.sink = sink
+
+            def begin_turn(self, input):
+                super().begin_turn(input)
+                self.since = [input]
+
+            def append(self, m):
+                super().append(m)
+                self.since.append(m)
+
+            def abort_turn(self):
+                super().abort_turn()
+                self.last = ()  # what the turn appended is gone: a whole request next
+
+            def compact(self):
+                sent = [*self.last, *self.since]
+                places = [p for p, m in enumerate(self.last) if not isinstance(m, (ToolResults, AssistantMessage))]
+                if places and self.rng.random() < 0.3:
+                    p = self.rng.choice(places)
+                    self.notes.append(UserInput(f"note {len(self.notes)}"))
+                    sent[p] = self.notes[-1]
+                    out = Compaction(Rendered("sys", tuple(sent)), True, (p,))
+                else:
+                    out = super().compact()
+                self.last, self.since = out.rendered.messages, []
+                if self.rng.random() < 0.4:
+                    self.sink(ContextCompacted(1))
+                return out
+
+        rp = replay(conv, lambda: Folder(seed), counter=COUNTER)
+        marks = rp._summarized
+        of_turn = {mid: t for t, turn in enumerate(conv.turns) for mid in turn.ids}
+        folds = {e.request for e in rp.events if e.kind == "ContextCompacted"}
+        marked: set[str] = set()
+        for i in range(len(rp)):
+            held, sent = rp.available_ids(i), set(rp.sent_ids(i))
+            now = {mid for mid, at in marks.items() if at == i}
+            expected = {mid for mid in held if mid not in sent and mid not in marked} if i in folds else set()
+            assert now & set(held) == expected, i
+            # besides those, only an aborted turn's work before this request's turn (it left)
+            for mid in now - set(held):
+                assert conv.turns[of_turn[mid]].outcome != "answered" and of_turn[mid] < rp.requests["turn"][i], i
+            marked |= now
 
     def test_a_kept_run_that_ends_in_a_call_is_checked_for_its_results(self):
         # the run [task, reply with a call] comes back behind a note, its results do not
