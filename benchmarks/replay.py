@@ -199,16 +199,23 @@ def run(
     log(f"replay floor: {len(big.turns)} turns, {len(messages)} messages, {big_tokens:,} tokens, "
         f"{request_count(big)} requests; N = {len(small.turns)} turns ({small_tokens:,} tokens); {at}")
 
-    def floor(own: Sequence[tuple[bool, str]] = ()) -> Callable[[], Any]:
+    # the time each floor run spent on the conversation's messages, before the preset's own texts
+    conversation_part: dict[str, list[float]] = {}
+
+    def floor(case: str, own: Sequence[tuple[bool, str]]) -> Callable[[], Any]:
         """The floor's preparation: the conversation's messages, then ``own`` (``(by lines,
         text)``, as a reference replay counted them), each counted once."""
+        parts = conversation_part.setdefault(case, [])
+
         def prepare() -> Any:
             counter = TiktokenCounter()
             system = Rendered(big.system)
             count, count_lines = counter.count, counter.count_lines
 
             def go() -> int:
+                started = time.process_time()  # the clock `interleaved` times with
                 n = counter.count_rendered(system) + sum(map(counter.count_message, messages))
+                parts.append(time.process_time() - started)
                 for by_lines, text in own:
                     n += count_lines(text) if by_lines else count(text)
                 return n
@@ -249,16 +256,16 @@ def run(
         own[case] = counter.recorded
         return replaying(conversation, name, extractive)
 
-    cases: dict[str, Any] = {"tiktoken": bare, "floor": floor()}
+    cases: dict[str, Any] = {"tiktoken": bare}
     extractive = [s for s in strategies if _distills(s)]
     for name in strategies:
         replay_2n = referred(f"{name}/2N", big, name)
-        cases[f"floor|{name}/2N"] = floor(own[f"{name}/2N"])
+        cases[f"floor|{name}/2N"] = floor(f"{name}/2N", own[f"{name}/2N"])
         cases[f"{name}/2N"] = replay_2n
         cases[f"{name}/N"] = referred(f"{name}/N", small, name)
     for name in extractive:
         replay_2n = referred(f"{name}+extractive/2N", big, name, extractive=True)
-        cases[f"floor|{name}+extractive/2N"] = floor(own[f"{name}+extractive/2N"])
+        cases[f"floor|{name}+extractive/2N"] = floor(f"{name}+extractive/2N", own[f"{name}+extractive/2N"])
         cases[f"{name}+extractive/2N"] = replay_2n
 
     def check(case: str, result: Any) -> None:
@@ -268,14 +275,17 @@ def run(
     timings = interleaved(cases, reps, check=check, slow=(slow_seconds, slow_reps), progress="replay floor")
 
     rows = []
-    floor_s, bare_s = timings.median("floor"), timings.median("tiktoken")
+    bare_s = timings.median("tiktoken")
+
     def beside(case: str) -> str:
         texts = own[case]
+        alone = conversation_part[case]
         written = (f"its own {len(texts):,} texts ({sum(len(t) for _, t in texts) / 1000:,.0f}k characters) "
-                   f"after the conversation's" if texts else "the conversation's messages alone")
+                   f"after the conversation's messages" if texts else "the conversation's messages alone")
         return (f"median of the ratios to a floor run right before each replay; medians {timings.median(case):.3f} s "
-                f"/ {timings.median(f'floor|{case}'):.3f} s, the floor counting {written}; to the conversation's "
-                f"messages alone {timings.median(case) / floor_s:.2f}× ({floor_s:.3f} s; bare tiktoken {bare_s:.3f} s)")
+                f"/ {timings.median(f'floor|{case}'):.3f} s, the floor counting {written}; to the messages' part of "
+                f"each floor run, {median([r / c for r, c in zip(timings.seconds[case], alone)]):.2f}× "
+                f"({median(alone):.3f} s; bare tiktoken {bare_s:.3f} s)")
 
     def named(name: str, extractive: bool = False) -> str:
         shown = f"{label(name).split(' (')[0]} (ExtractiveDistiller)" if extractive else label(name)

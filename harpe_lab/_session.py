@@ -327,18 +327,29 @@ class ProviderSession:
                 org.append(o)
                 p += 1
                 continue
+            # a run of one message (each user message Codex keeps, when they stood between
+            # replies) is told apart and taken without the machinery of a long one
+            long = p + 1 < n and e + 1 < n_old and new[p + 1] is old[e + 1]
             run = next(compress(count_from(), map(is_not, islice(new, p, None), islice(old, e, None))),
-                       min(n - p, n_old - e))
+                       min(n - p, n_old - e)) if long else 1
             # the pairs inside a run were checked when old was sent; only where it meets what
             # is new (its first call's results, its last results' call may be gone) are they not
             checks.pairs_kept(new, i, unchecked, p + 1)
             unchecked = max(p + 1, p + run - 1)
             a = e - k
             base_t, base_s, base_o = (old_t[a - 1], old_s[a - 1], old_o[a - 1]) if a else before
-            tok.extend(map(add, old_t[a : a + run], repeat(t - base_t)))
-            syn.extend(map(add, old_s[a : a + run], repeat(s - base_s)))
-            org.extend(map(add, old_o[a : a + run], repeat(o - base_o)))
-            t, s, o = tok[-1], syn[-1], org[-1]
+            if long:
+                tok.extend(map(add, old_t[a : a + run], repeat(t - base_t)))
+                syn.extend(map(add, old_s[a : a + run], repeat(s - base_s)))
+                org.extend(map(add, old_o[a : a + run], repeat(o - base_o)))
+                t, s, o = tok[-1], syn[-1], org[-1]
+            else:
+                t += old_t[a] - base_t
+                s += old_s[a] - base_s
+                o += old_o[a] - base_o
+                tok.append(t)
+                syn.append(s)
+                org.append(o)
             for dropped in islice(old, j, e):  # what old held between the last run and this one
                 leave(dropped)
             p += run
