@@ -7,8 +7,9 @@ The folder is generated: Claude Code sessions written by `generate` (our own tex
 of the real recordings: a user record, then assistant records with usage, tool results of a
 few kB, and one compaction boundary per session), about 10 MB each. The timed run is
 ``python -m harpe_lab sessions FOLDER --format csv`` with its output discarded; the
-process's own wall time (imports excluded) and its peak resident memory (``ru_maxrss``) are
-reported. The goals: at least 50 MB/s, and under 500 MB of memory for 1 GB of sessions.
+process's own wall time (imports excluded) and its peak resident memory (``VmHWM``, the
+process's own: ``ru_maxrss`` survives fork and exec, so it reported the runner's peak after
+the floor section) are reported. The goals: at least 50 MB/s, and under 500 MB of memory for 1 GB of sessions.
 """
 
 from __future__ import annotations
@@ -44,7 +45,14 @@ for item in scan_sessions([sys.argv[1]], progress=False):
         rows += 1
         calls += item.calls
 t2 = time.perf_counter()
-print(rows, skipped, calls, t2 - t1, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+# VmHWM is this process's own high-water mark; Linux keeps ru_maxrss across fork and exec, so
+# that would be the parent's peak when the parent (the benchmark runner) was larger
+try:
+    with open("/proc/self/status") as f:
+        peak = next(int(line.split()[1]) for line in f if line.startswith("VmHWM:")) / 1024
+except (OSError, StopIteration):
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print(rows, skipped, calls, t2 - t1, peak)
 """
 
 
@@ -120,7 +128,7 @@ def run(*, total_mb: int = 1_000, reps: int = 3) -> list[Row]:
         Row("8 sessions", "harpe-lab sessions: MB of session files read per second", written / 1e6 / median(seconds),
             unit="MB/s", goal=THROUGHPUT_GOAL, reps=reps, detail=f"median {median(seconds):.1f} s; {where}"),
         Row("8 sessions", "harpe-lab sessions: peak memory of the process", max(peaks), unit="MB",
-            goal=MEMORY_GOAL, reps=reps, detail=f"largest ru_maxrss over the runs; {where}"),
+            goal=MEMORY_GOAL, reps=reps, detail=f"largest VmHWM over the runs; {where}"),
     ]
 
 
