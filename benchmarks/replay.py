@@ -239,23 +239,23 @@ def run(
 
         return prepare
 
-    # Each timed replay of the large conversation runs right after a floor run of its own,
-    # and its row is the median of those pairs' ratios: one floor median shared by every row
-    # let a lucky or unlucky stretch of the machine move them all together.
     # The reference frames: each case replayed once, untimed, before any timing, with a
     # counter that has counted the conversation and records every other text it is asked for.
     reference: dict[str, Any] = {}
     own: dict[str, list[tuple[bool, str]]] = {}
 
     def referred(case: str, conversation: Any, name: str, extractive: bool = False) -> Any:
-        counter = _timed_counter(record=True)
+        counter = _timed_counter()
         counter.count_rendered(Rendered(conversation.system))
         counter.count_messages(conversation.messages())
-        counter._seen.clear()
+        counter.recording = True
         reference[case] = replaying(conversation, name, extractive, counter)()().requests
         own[case] = counter.recorded
         return replaying(conversation, name, extractive)
 
+    # Each timed replay of the large conversation runs right after a floor run of its own,
+    # and its row is the median of those pairs' ratios: one floor median shared by every row
+    # let a lucky or unlucky stretch of the machine move them all together.
     cases: dict[str, Any] = {"tiktoken": bare}
     extractive = [s for s in strategies if _distills(s)]
     for name in strategies:
@@ -500,17 +500,18 @@ def _collector_seconds(run: Callable[[], Any]) -> float:
     return spent[0]
 
 
-def _timed_counter(record: bool = False) -> Any:
+def _timed_counter() -> Any:
     """A fresh `TiktokenCounter` whose counting of texts is timed: every text its memo had
     not seen (`_encode_len` is what the memo calls on a miss), and every text counted line
-    by line (`count_lines`). With ``record``, ``recorded`` holds each distinct one, in order,
-    as ``(by lines, text)``."""
+    by line (`count_lines`). Once ``recording`` is set, ``recorded`` holds each distinct one
+    counted since, in order, as ``(by lines, text)``."""
     from harpe_lab.tokens import TiktokenCounter
 
     class TimedCounter(TiktokenCounter):
         def __init__(self) -> None:
             super().__init__()
             self.seconds, self.texts, self.chars = 0.0, 0, 0
+            self.recording = False
             self._seen: dict[tuple[bool, str], None] = {}
 
         @property
@@ -518,7 +519,7 @@ def _timed_counter(record: bool = False) -> Any:
             return list(self._seen)
 
         def _timed(self, count: Callable[[str], int], text: str) -> int:
-            if record:
+            if self.recording:
                 self._seen[count.__name__ == "count_lines", text] = None
             started = time.perf_counter()
             try:

@@ -310,8 +310,9 @@ class TestRunsOfTheLastRequest:
             """Or it edits the last request in place (`Compaction.edits`): a note where a
             message stood, followed by what was appended since."""
 
-            last: tuple = ()
-            since: list = []
+            def __init__(self, seed):
+                super().__init__(seed)
+                self.last, self.since = (), []
 
             def subscribe(self, sink):
                 self.sink = sink
