@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as _dt
 import gc
 import os
+import pickle
 import platform
 import statistics
 import sys
@@ -36,6 +37,7 @@ __all__ = [
     "usable_cores",
     "load_average",
     "settle",
+    "forked",
 ]
 
 
@@ -175,6 +177,49 @@ def interleaved(
         if progress:
             log(f"  {progress}: rep {rep + 1}/{reps} in {time.perf_counter() - started_round:.1f} s")
     return out
+
+
+def forked(work: Callable[[], Any]) -> Any:
+    """``work()`` run in a forked child, its result returned (pickled back through a pipe),
+    its exception raised again here with the child's traceback.
+
+    The child starts from this process's memory as it is now (a conversation built once is
+    shared) and leaves nothing behind: a case measured after others is not measured in a
+    heap they grew and fragmented, and its peak memory is its own. POSIX only.
+    """
+    import traceback
+
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns
+        os.close(read)
+        code = 0
+        try:
+            try:
+                payload = pickle.dumps(("ok", work()))
+            except BaseException as e:  # noqa: BLE001 - handed to the parent, which raises it
+                where = traceback.format_exc()
+                try:
+                    payload = pickle.dumps(("error", (e, where)))
+                except Exception:  # noqa: BLE001 - an exception that cannot be pickled goes as text
+                    payload = pickle.dumps(("error", (RuntimeError(f"{type(e).__name__}: {e}"), where)))
+            with os.fdopen(write, "wb") as out:
+                out.write(payload)
+        except BaseException:  # noqa: BLE001 - nothing left to report it to but the exit code
+            code = 1
+        finally:
+            os._exit(code)
+    os.close(write)
+    with os.fdopen(read, "rb") as source:
+        payload = source.read()
+    _, status = os.waitpid(pid, 0)
+    if not payload:
+        raise RuntimeError(f"the forked child died without a result (wait status {status})")
+    kind, value = pickle.loads(payload)
+    if kind == "error":
+        error, where = value
+        raise error from RuntimeError(f"in the forked child:\n{where}")
+    return value
 
 
 # --- the machine --------------------------------------------------------------------------

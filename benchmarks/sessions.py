@@ -132,11 +132,6 @@ def run(*, total_mb: int = 1_000, reps: int = 3) -> list[Row]:
     ]
 
 
-if __name__ == "__main__":
-    for row in run(total_mb=int(sys.argv[1]) if len(sys.argv) > 1 else 200, reps=1) + compare_rows():
-        print(row.what, row.shown(), row.verdict, row.detail)
-
-
 COMPARE_GOAL = Goal("<=", 10)
 SPEEDUP_GOAL = Goal(">=", 1.8)
 
@@ -198,3 +193,8 @@ def compare_rows(*, sessions: int = 10, session_mb: float = 3.0, budget: int = 1
         Row("8 sessions", "compare, every preset: 1 worker / 2 workers", median(one) / median(two), goal=SPEEDUP_GOAL,
             reps=reps, detail=f"{median(one):.1f} s / {median(two):.1f} s; {where}"),
     ]
+
+
+if __name__ == "__main__":
+    for row in run(total_mb=int(sys.argv[1]) if len(sys.argv) > 1 else 200, reps=1) + compare_rows():
+        print(row.what, row.shown(), row.verdict, row.detail)
