@@ -143,6 +143,7 @@ from ._basic import (  # noqa: F401
     _SANITIZED,
     _TEXT_ONLY,
     _basic,
+    _basic_after,
     _merge,
     _sanitize_typed,
     _sanitized,
@@ -150,6 +151,7 @@ from ._basic import (  # noqa: F401
     _with_notice,
     _without_attachments,
     _without_attachments_chars,
+    settled_until,
 )
 from ._agentic import (  # noqa: F401
     _FILES_SECTION,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from itertools import compress
 from typing import Sequence
 
-from ...messages import AssistantMessage, Message, UserInput
+from ...messages import AssistantMessage, Message, ToolResults, UserInput
 from ._measures import (
     PRESERVED_ASSISTANT_TEXTS,
     _MEMO_MAX,
@@ -20,7 +20,7 @@ from ._measures import (
     estimate_message,
 )
 from ._notice import _assistant_text, dropped_work_notice, tool_activity
-from ._projection import _project
+from ._projection import _any_image, _project
 
 __all__ = []
 
@@ -160,15 +160,47 @@ def _merge(messages: list[Message], origin: list[int], original: Sequence[Messag
     return out, out_origin
 
 
+_WHOLE = object()  # `_compacted`: the settled prefix cannot be taken as it is; run on the whole
+
+
 def _basic(original: Sequence[Message], marks: Sequence[int], *, target: int, trigger: int,
            ests: Sequence[int] | None = None) -> tuple[list[Message], list[int]] | None:
     """``runBasicCompaction`` over ``original`` (with their marks): the new messages and
     their marks, or None when Cline would leave the history as it is. ``ests``: each
     message's `estimate_message`, when the caller keeps them."""
+    est = list(map(estimate_message, original)) if ests is None else ests
+    return _compacted(original, marks, est, 0, target=target, trigger=trigger, whole=True)  # type: ignore[return-value]
+
+
+def _basic_after(original: Sequence[Message], marks: Sequence[int], settled: int, *, target: int, trigger: int,
+                 ests: Sequence[int]) -> tuple[tuple[list[Message], list[int]] | None, int]:
+    """`_basic`, where ``original[:settled]`` is a settled prefix (`settled_until`), which a
+    compaction carries as it is: it runs on the rest only, with the prefix's estimate added
+    to what it keeps. Also returns how many leading messages were carried so (``settled``,
+    or 0 where the prefix could not be taken as it is and the whole history was compacted).
+
+    Every prompt Cline keeps is processed again at every compaction, so without this a long
+    session's compaction costs O(prompts kept), and compactions come more often as the
+    prompts pile up."""
+    if settled > 0:
+        done = _compacted(original[settled:], marks[settled:], ests[settled:], sum(ests[:settled]),
+                          target=target, trigger=trigger, whole=False)
+        if done is None:
+            return None, settled
+        if done is not _WHOLE:
+            messages, new_marks = done  # type: ignore[misc]
+            return ([*original[:settled], *messages], [*marks[:settled], *new_marks]), settled
+    return _basic(original, marks, target=target, trigger=trigger, ests=ests), 0
+
+
+def _compacted(original: Sequence[Message], marks: Sequence[int], est: Sequence[int], base: int, *, target: int,
+               trigger: int, whole: bool) -> tuple[list[Message], list[int]] | None | object:
+    """`_basic` on ``original``, after a settled prefix of estimate ``base`` unless
+    ``whole``; `_WHOLE` where the prefix would not come through as it is (the safety valve
+    would cut, an image would be dropped)."""
     n = len(original)
     if n < 2:
-        return None
-    est = list(map(estimate_message, original)) if ests is None else ests
+        return None if whole else _WHOLE
     total_target = max(1, min(target, trigger))
     typed_at = [k for k, (m, mark) in enumerate(zip(original, marks))
                 if isinstance(m, UserInput) and not mark & _SUMMARY]  # _is_typed, inlined
@@ -178,9 +210,9 @@ def _basic(original: Sequence[Message], marks: Sequence[int], *, target: int, tr
         if s is not None:
             sanitized[k] = s
     if not sanitized:
-        return None
+        return None if whole else _WHOLE
     latest_typed = typed_at[-1]
-    total = 0
+    total = base
     for k, s in sanitized.items():
         if s is original[k] and (k == latest_typed or _text_only(s.text) == s.text and not s.attachments):
             total += est[k]  # the message itself is weighed
@@ -223,7 +255,10 @@ def _basic(original: Sequence[Message], marks: Sequence[int], *, target: int, tr
     weights = [est[k] if m is original[k] else estimate_message(m) for k, m in zip(origin, kept)]
     # the safety valve: never trim what was kept on purpose to chase a lower target
     valve = min(max(total_target, total), max(1, trigger))
-    kept, origin, _ = _project(kept, origin, valve, weights)
+    if whole:
+        kept, origin, _ = _project(kept, origin, valve, weights)
+    elif base + sum(weights) > valve or _any_image(kept):
+        return _WHOLE
     merged, merged_origin = _merge(kept, origin, original, marks)
     if len(merged) == n and all(a == b for a, b in zip(merged, original)):
         return None
@@ -231,3 +266,41 @@ def _basic(original: Sequence[Message], marks: Sequence[int], *, target: int, tr
     new_marks = [0 if isinstance(m, UserInput) and not marks[o] & _SUMMARY else marks[o] | _PRESERVED
                  for m, o in zip(merged, merged_origin)]
     return merged, new_marks
+
+
+def _fixed(message: UserInput) -> bool:
+    """Whether a typed prompt comes out of a basic compaction as itself (sanitized, without
+    files or images) when it is not the latest."""
+    return not message.attachments and _sanitize_typed(message) is message and _text_only(message.text) == message.text
+
+
+def _image(message: Message) -> bool:
+    if isinstance(message, ToolResults):
+        return any(a.mime.startswith("image/") for r in message.results for a in r.attachments)
+    return isinstance(message, UserInput) and any(a.mime.startswith("image/") for a in message.attachments)
+
+
+def settled_until(messages: Sequence[Message], marks: Sequence[int], start: int = 0) -> int:
+    """How much of a basic compaction's output the next one carries as it is: the place of
+    its latest typed prompt, or of the last before something that compaction would change
+    (0: nothing). Before ``start`` (0, or an earlier such place) the history is known
+    settled: only what follows is read.
+
+    A settled prefix holds typed prompts that a compaction gives back as themselves and
+    frozen messages without images (every other message of a compaction's output is frozen,
+    and no two typed prompts stand next to each other: they were merged), and ends before a
+    typed prompt. Everything it holds is kept, and no work was dropped between its messages,
+    so no notice is added to them: a compaction leaves it as it is, and weighs it as the sum
+    of its messages' estimates (`_basic_after`)."""
+    latest = next((k for k in range(len(messages) - 1, start - 1, -1)
+                   if isinstance(messages[k], UserInput) and not marks[k] & _SUMMARY), -1)
+    good = start
+    for k in range(start, latest + 1):
+        m = messages[k]
+        if isinstance(m, UserInput) and not marks[k] & _SUMMARY:
+            good = k
+            if k == latest or not _fixed(m):
+                break
+        elif _image(m):  # kept only in a live tail; the next compaction drops it
+            break
+    return good

@@ -32,7 +32,7 @@ from ._measures import (
     _request_frame_chars,
 )
 from ._projection import _project
-from ._basic import _basic
+from ._basic import _basic, _basic_after, settled_until
 from ._agentic import (
     _Summary,
     _cut_index,
@@ -187,7 +187,10 @@ class ClineContext(TurnLifecycle):
         self._total_est = 0
         self._summary = ""
         self._summaries: dict[int, _Summary] = {}  # the summary message in the history, by identity
-        self._marked_state: tuple = ([], [], [], "", {})
+        # the place before which the history is a basic compaction's settled output, which the
+        # next one carries as it is (`settled_until`; 0: none, and always for the agentic mode)
+        self._settled = 0
+        self._marked_state: tuple = ([], [], [], "", {}, 0)
 
     @property
     def limit(self) -> Limit:
@@ -209,20 +212,22 @@ class ClineContext(TurnLifecycle):
         """Also report every event to ``sink``."""
         self._events.subscribe(sink)
 
-    def _set(self, messages: list[Message], marks: list[int]) -> None:
+    def _set(self, messages: list[Message], marks: list[int], carried: int = 0) -> None:
+        """The history is now ``messages``; its first ``carried`` are the old one's, as they were."""
         self._transcript, self._marks = messages, marks
         sizes = _SIZES.get
         # _message_chars, its memo's hit inlined: a compaction's messages are mostly weighed already
-        self._chars = [hit[1] if (hit := sizes(id(m))) is not None and hit[0] is m else _message_chars(m)
-                       for m in messages]
+        chars = [hit[1] if (hit := sizes(id(m))) is not None and hit[0] is m else _message_chars(m)
+                 for m in messages[carried:]]
+        self._chars = self._chars[:carried] + chars
         self._total_chars = sum(self._chars)
-        self._ests = [max(1, -(-c // CHARS_PER_TOKEN)) for c in self._chars]
+        self._ests = self._ests[:carried] + [max(1, -(-c // CHARS_PER_TOKEN)) for c in chars]
         self._total_est = sum(self._ests)
 
     def _mark_turn(self) -> None:
         # the lists, not copies, as the transcript is marked: appends only extend them and a
         # compaction replaces them, so their first `_marked[1]` entries stay the turn start's
-        self._marked_state = (self._marks, self._chars, self._ests, self._summary, self._summaries)
+        self._marked_state = (self._marks, self._chars, self._ests, self._summary, self._summaries, self._settled)
 
     def _added(self, message: Message) -> None:
         chars = _message_chars(message)
@@ -234,7 +239,7 @@ class ClineContext(TurnLifecycle):
         self._total_est += est
 
     def _restored(self) -> None:
-        marks, chars, ests, self._summary, self._summaries = self._marked_state
+        marks, chars, ests, self._summary, self._summaries, self._settled = self._marked_state
         length = self._marked[1]
         self._marks, self._chars, self._ests = marks[:length], chars[:length], ests[:length]
         self._total_chars = sum(self._chars)
@@ -264,6 +269,7 @@ class ClineContext(TurnLifecycle):
         for k, m in enumerate(messages):
             if not isinstance(m, (UserInput, AssistantMessage, ToolResults)):
                 raise TypeError(f"messages[{k}] is not a harpe_lab message: {m!r}")
+        self._settled = 0
         self._set(messages, [0] * len(messages))
         tokens = self.tokens
         total, trigger, _ = self._budget(tokens)
@@ -275,6 +281,7 @@ class ClineContext(TurnLifecycle):
         before = len(self._transcript)
         fallback = False
         result: tuple[list[Message], list[int]] | None
+        carried = 0  # the leading messages the compaction carried as they were
         strategy = "basic"
         written: _Summary | None = None
         if isinstance(self.config, AgenticCompaction):
@@ -286,7 +293,8 @@ class ClineContext(TurnLifecycle):
                 result = _basic(self._transcript, self._marks, target=target, trigger=trigger, ests=self._ests)
                 fallback = True
         else:
-            result = _basic(self._transcript, self._marks, target=target, trigger=trigger, ests=self._ests)
+            result, carried = _basic_after(self._transcript, self._marks, self._settled, target=target,
+                                           trigger=trigger, ests=self._ests)
         if result is None:
             return False
         messages, marks = result
@@ -299,7 +307,8 @@ class ClineContext(TurnLifecycle):
         elif self._summaries:
             kept = {id(m) for m in messages}
             self._summaries = {k: v for k, v in self._summaries.items() if k in kept}
-        self._set(messages, marks)
+        self._set(messages, marks, carried)
+        self._settled = settled_until(messages, marks, carried) if strategy == "basic" and not fallback else 0
         self._events.emit(ClineCompacted(strategy, tokens, self.config.trigger_tokens, target, before,
                                          len(messages), fallback))
         if written is not None:

@@ -18,6 +18,7 @@ import pytest
 from harpe_lab.messages import AssistantMessage, Attachment, ToolCall, ToolResult, ToolResults, Usage, UserInput
 from harpe_lab.strategies import cline as cl
 from harpe_lab.summarize import ExtractiveDistiller
+from tests._support.builders import call, image, reply, results, user
 
 PATHS = ["/src/a.py", "/src/b.py", "b.py", "a.py", " /c.txt ", "/D.md", "/d.md"]
 WORDS = "alpha beta gamma delta fix bug test run check file module error retry".split()
@@ -249,3 +250,61 @@ def test_a_legacy_group_that_grows_is_read_again():
     assert [(b.message, b.result) for b in ctx._blocks(2)] == [(2, 0), (3, None)]
     ctx.abort_turn()
     assert [(b.message, b.result) for b in ctx._blocks(0)] == [(0, None)]
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_a_settled_prefix_is_carried_as_the_whole_compaction_would_leave_it(seed, monkeypatch):
+    """Basic compaction runs after the prefix its last output settled (`settled_until`):
+    every request, and which of its messages are the previous request's own, is what
+    compacting the whole history at every compaction sends."""
+    from harpe_lab.strategies.cline import _sdk
+
+    trigger = (1500, 3000, 8000)[seed % 3]
+    carried: list[int] = []
+    after = _sdk._basic_after
+
+    def counted(*args, **kwargs):
+        out = after(*args, **kwargs)
+        carried.append(out[1])
+        return out
+
+    def digest() -> str:
+        events: list = []
+        ctx = cl.BasicCompaction(max_input=200_000, trigger=trigger, max_output=(None, 500)[seed % 2]).context(
+            "You are Cline.", on_event=events.append)
+        return _drive(ctx, _turns(100 + seed)) + repr(events)
+
+    monkeypatch.setattr(_sdk, "_basic_after", counted)
+    settled = digest()
+    assert any(carried), "no compaction carried a settled prefix: the test does not reach the path"
+    monkeypatch.setattr(_sdk, "settled_until", lambda *args: 0)
+    assert settled == digest()
+
+
+def _after_settled(msgs, marks, target=10**6):
+    ests = [cl.estimate_message(m) for m in msgs]
+    return cl._basic_after(msgs, marks, cl.settled_until(msgs, marks), target=target, trigger=10**6, ests=ests)[0]
+
+
+def test_a_frozen_image_is_not_settled_the_next_compaction_drops_it():
+    # a live tail keeps its images through a compaction; once answered they go at the next
+    P = cl._PRESERVED
+    shot = ToolResults((ToolResult("c1", "saw it", (image(),)),))
+    msgs = [user("first"), reply("", call("c1")), shot, reply("done"), user("second"), reply("", call("c2")),
+            results(("c2", "x"))]
+    marks = [0, P, P, P, 0, 0, 0]
+    whole = cl._basic(msgs, marks, target=10**6, trigger=10**6)
+    assert whole is not None and not any(r.attachments for m in whole[0] if isinstance(m, ToolResults)
+                                         for r in m.results)
+    assert _after_settled(msgs, marks) == whole
+
+
+def test_an_image_after_the_settled_prefix_is_dropped_as_the_whole_compaction_drops_it():
+    P = cl._PRESERVED
+    msgs = [user("first"), reply("done"), user("second"), reply("", call("c2")),
+            ToolResults((ToolResult("c2", "out", (image(),)),)), reply("", call("c3")), results(("c3", "more"))]
+    marks = [0, P, 0, 0, 0, 0, 0]
+    assert cl.settled_until(msgs, marks) == 2
+    whole = cl._basic(msgs, marks, target=10**6, trigger=10**6)
+    assert whole is not None and whole[0][4] != msgs[4]  # the image was dropped
+    assert _after_settled(msgs, marks) == whole
