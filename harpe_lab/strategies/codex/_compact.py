@@ -167,13 +167,16 @@ def kept_user_messages(texts: Sequence[str], budget: int = USER_MESSAGE_TOKENS) 
     return [text for _, text in _select(texts, budget)]
 
 
-# serde_json writes compact JSON and leaves non-ASCII as it is; `json.dumps` with these options
-# builds this very encoder at every call
-_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+# serde_json writes compact JSON and leaves non-ASCII as it is (`json.dumps` with
+# ensure_ascii=False and separators=(",", ":")). The items estimated have a fixed shape, so
+# their JSON is fixed ASCII around the strings, each escaped as that encoder escapes it
+_ESCAPED = json.encoder.encode_basestring  # type: ignore[attr-defined]
+_OUTPUT = len('{"type":"function_call_output","call_id":,"output":}')
+_MESSAGE = len('{"type":"message","role":"user","content":[{"type":"input_text","text":}]}')
 
 
-def _json_tokens(item: dict) -> int:
-    return approx_tokens(_JSON.encode(item))
+def _json_bytes(text: str) -> int:
+    return len(_ESCAPED(text).encode("utf-8"))
 
 
 def _estimate(message: UserInput | ToolResults) -> int:
@@ -181,11 +184,11 @@ def _estimate(message: UserInput | ToolResults) -> int:
     next reported usage holds): its serialized Responses API item at 4 bytes a token, an image
     at a fixed 340 bytes; a results message is one item per output."""
     if isinstance(message, ToolResults):
-        return sum(_json_tokens({"type": "function_call_output", "call_id": r.id, "output": r.content})
+        return sum(-(-(_OUTPUT + _json_bytes(r.id) + _json_bytes(r.content)) // _BYTES_PER_TOKEN)
                    for r in message.results)
     images = sum(1 for a in message.attachments if a.mime.startswith("image/"))
-    item = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": message.text}]}
-    return _json_tokens(item) + -(-images * _IMAGE_BYTES // _BYTES_PER_TOKEN)
+    return -(-(_MESSAGE + _json_bytes(message.text)) // _BYTES_PER_TOKEN) + \
+        -(-images * _IMAGE_BYTES // _BYTES_PER_TOKEN)
 
 
 # `distill_request` is its lead, one piece of text per message, and this tail: the pieces are

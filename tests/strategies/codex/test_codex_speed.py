@@ -193,3 +193,28 @@ def test_a_compaction_at_every_request_reads_each_message_once(monkeypatch):
     assert calls["approx_tokens"] <= messages + folds
     assert calls["_estimate"] <= messages + folds
     assert ctx.transcript[:-1] == tuple(UserInput(f"task {t} " + "word " * 20) for t in range(turns))
+
+
+# texts made of what JSON escapes and of characters of one to four UTF-8 bytes, or any text
+_JSONISH = st.text(st.sampled_from('"\\/\n\r\t\b\f\x00\x1f\x7f aé€😀')) | st.text()
+
+
+@given(_JSONISH, st.text(max_size=12), st.lists(_JSONISH, max_size=3), st.integers(0, 2))
+def test_an_items_estimate_is_its_serialized_json_at_four_bytes_a_token(text, call_id, outputs, images):
+    """The estimate writes no JSON: it is the length of what serde_json would write for the
+    item (compact, non-ASCII as it is, every string escaped)."""
+    import json
+
+    from harpe_lab.messages import ToolResult, ToolResults
+
+    def tokens(item: dict) -> int:
+        return -(-len(json.dumps(item, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+                 // 4)
+
+    message = UserInput(text, tuple(image(f"{k}.png") for k in range(images)))
+    item = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]}
+    assert _estimate(message) == tokens(item) + -(-images * 340 // 4)
+    given_results = ToolResults(tuple(ToolResult(f"{call_id}{k}", out) for k, out in enumerate(outputs)))
+    assert _estimate(given_results) == sum(
+        tokens({"type": "function_call_output", "call_id": f"{call_id}{k}", "output": out})
+        for k, out in enumerate(outputs))
