@@ -129,6 +129,18 @@ class ProviderSession:
             else:
                 held[k] = n - 1
 
+    def _leave_all(self, ms: Any) -> None:
+        """`_leave` each of ``ms``: in C when each original among them is held once, as one is
+        unless a strategy sent it twice (a compaction may drop thousands at once)."""
+        held = self._held
+        keys = list(map(id, ms))
+        counts = list(map(held.get, keys))
+        if counts.count(1) + counts.count(None) < len(counts):
+            for m in ms:
+                self._leave(m)
+            return
+        self._left.update(compress(keys, map(held.pop, keys, repeat(None))))
+
     def _at(self, k: int) -> Message:
         n = self._nbase
         return self.base[k] if k < n else self.tail[k - n]
@@ -296,7 +308,7 @@ class ProviderSession:
         # first original message after the last run stands in old (with, in all, at most about
         # twice the messages of both compared), and how far the two agree from there.
         count, owner_of = self._count, self._owner.get
-        enter, leave = self._enter, self._leave
+        enter = self._enter
         n, n_old = len(new), len(old)
         scans = 2 * (n_old - k) + n
         j = k  # where in old a run is looked for from
@@ -350,12 +362,11 @@ class ProviderSession:
                 tok.append(t)
                 syn.append(s)
                 org.append(o)
-            for dropped in islice(old, j, e):  # what old held between the last run and this one
-                leave(dropped)
+            if e > j:  # what old held between the last run and this one
+                self._leave_all(old[j:e])
             p += run
             j = e + run
-        for dropped in islice(old, j, None):
-            leave(dropped)
+        self._leave_all(old[j:])
         checks.pairs_kept(new, i, unchecked)
 
 
