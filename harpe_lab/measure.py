@@ -94,6 +94,10 @@ class Measure:
     def pricing_line(self) -> str:
         p = self.pricing
         if p is None:
+            named = sorted(self.recorded.models) if self.recorded is not None else []
+            if named:
+                return (f"prices: none (the price table knows no model the recording names: {', '.join(named)}; "
+                        f"pass --pricing MODEL)")
             return "prices: none (the recording names no model; pass --pricing MODEL)"
         books = p.models.values() if isinstance(p, CallPricing) else [p]
         parts = [_price_text(b) for b in books]
@@ -107,6 +111,8 @@ class Measure:
         cost = ""
         if not math.isnan(r.cost_usd_cached):
             cost = f", cost ${r.cost_usd_cached:,.2f} with caching (${r.cost_usd:,.2f} without)"
+            if r.stand_in and r.pricing is not None:
+                cost += f" at {r.pricing.default.model}'s prices (the recording names no priced model)"
         window = f", window {r.window:,}" if r.window else ""
         calls = f"{len(r.calls):,} call{'' if len(r.calls) == 1 else 's'}"
         lines = [f"recorded: {calls}, peak input {r.peak_input_tokens:,} tokens{window}{cost}"]
@@ -174,7 +180,8 @@ def measure(conversation: Conversation, *, counter: Any = DEFAULT_COUNTER, calib
         raise TypeError(f"measure takes a Conversation, got {type(conversation).__name__}")
     base = counter_named(counter) if isinstance(counter, str) else counter
     notes: list[str] = []
-    rec = recorded(conversation)
+    price = resolve_pricing(pricing, conversation.models(), cache_ttl=conversation.metadata.get("cache_ttl"))
+    rec = recorded(conversation, stand_in=price)
     calibration = None
     used = base
     why = ""
@@ -193,7 +200,6 @@ def measure(conversation: Conversation, *, counter: Any = DEFAULT_COUNTER, calib
             notes += [str(w.message) for w in caught if issubclass(w.category, CalibrationWarning)]
         except HarpeLabError as err:
             why = str(err)
-    price = resolve_pricing(pricing, conversation.models(), cache_ttl=conversation.metadata.get("cache_ttl"))
     if isinstance(price, CallPricing) and price.unpriced:
         notes.append(f"warning: not in the price table, priced as {price.default.model}: {', '.join(price.unpriced)}")
     name = _name(used) if calibration is None else _name(base)

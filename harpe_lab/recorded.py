@@ -20,6 +20,10 @@ cost_usd               priced without prompt caching, by the call's own model
 cost_usd_cached        priced as billed: fresh, cache reads and cache writes at their prices
 =====================  ==================================================================
 
+A recording that names no priced model (a Cline SDK session, an exported chat) has no cost
+unless a stand-in is given (`recorded`'s ``stand_in``, the prices the replay was asked to
+use): its calls are then priced as that model, and ``Recorded.stand_in`` says so.
+
 The declared window is the recording's own when it states one
 (``metadata["context_window"]``, as Codex rollouts do), Claude Code's 200,000 for a Claude
 Code session (the window its auto-compact assumes; litellm's table lists 1,000,000 for
@@ -34,7 +38,7 @@ from typing import Any, Mapping
 
 from .conversation import Conversation
 from .messages import AssistantMessage
-from .models import CallPricing
+from .models import CallPricing, Pricing
 
 __all__ = ["Recorded", "RecordedPoint", "recorded", "CALL_COLUMNS"]
 
@@ -85,6 +89,8 @@ class Recorded:
     """One row per request with recorded usage (`CALL_COLUMNS`)."""
     models: Mapping[str, int] = field(default_factory=dict)
     pricing: CallPricing | None = None
+    stand_in: bool = False
+    """The recording names no priced model: ``pricing`` is the stand-in it was given."""
     compactions: tuple[RecordedPoint, ...] = ()
     window: int | None = None
 
@@ -131,6 +137,7 @@ class Recorded:
             "cost_usd": nan(round(self.cost_usd, 6)),
             "cost_usd_cached": nan(round(self.cost_usd_cached, 6)),
             "cache_read_share": nan(self.cache_read_share),
+            "priced_as": self.pricing.default.model if self.stand_in and self.pricing is not None else None,
             "compactions": [
                 {"request": c.request, "turn": c.turn, "trigger": c.trigger, "tokens_before": c.tokens_before,
                  "tokens_after": c.tokens_after, "share_of_window": nan(c.share_of_window)}
@@ -177,12 +184,16 @@ def declared_window(conversation: Conversation) -> int | None:
         return None
 
 
-def recorded(conversation: Conversation) -> Recorded:
-    """The recording's own calls, costs and compactions (see the module doc)."""
+def recorded(conversation: Conversation, *, stand_in: Pricing | CallPricing | None = None) -> Recorded:
+    """The recording's own calls, costs and compactions (see the module doc); ``stand_in``
+    prices the calls of a recording that names no priced model."""
     import pandas as pd
 
     models = conversation.models()
     pricing = CallPricing.for_models(models, cache_ttl=conversation.metadata.get("cache_ttl")) if models else None
+    standing_in = pricing is None and stand_in is not None
+    if standing_in:
+        pricing = stand_in if isinstance(stand_in, CallPricing) else CallPricing(stand_in, {}, {})
     main = next(iter(models), "")
     rows = []
     requests = _requests(conversation)
@@ -199,7 +210,8 @@ def recorded(conversation: Conversation) -> Recorded:
     calls = pd.DataFrame(rows, columns=list(CALL_COLUMNS))
     window = declared_window(conversation)
     return Recorded(conversation=conversation.id, requests=len(requests), calls=calls, models=models,
-                    pricing=pricing, compactions=_points(conversation, requests, window), window=window)
+                    pricing=pricing, stand_in=standing_in, compactions=_points(conversation, requests, window),
+                    window=window)
 
 
 def _points(conversation: Conversation, requests: list[tuple[int, int, Any, int]],

@@ -147,6 +147,22 @@ class TestPricedPerCall:
         assert isinstance(m.pricing, CallPricing) and m.pricing.unpriced == ("our-own-model-7",)
         assert any("not in the price table, priced as claude-opus-4-6: our-own-model-7" in n for n in m.notes)
 
+    def test_a_recording_naming_no_model_is_priced_as_the_stand_in_the_replay_uses(self, capsys):
+        conv = session([("", 3_000, 0, 100), ("", 3_500, 2_000, 40)])
+        assert math.isnan(measure(conv).recorded.cost_usd_cached)  # nothing to price it by
+        m = measure(conv, pricing="claude-sonnet-4-5")
+        sonnet = Pricing.for_model("claude-sonnet-4-5")
+        assert m.recorded.cost_usd_cached == pytest.approx(
+            3_000 * sonnet.input + 100 * sonnet.output + 1_500 * sonnet.input + 2_000 * sonnet.cache_read
+            + 40 * sonnet.output)
+        assert m.recorded.as_dict()["priced_as"] == "claude-sonnet-4-5"
+        assert "at claude-sonnet-4-5's prices (the recording names no priced model)" in m.recorded_lines()[0]
+        # a recording that names its model is priced by it, whatever the replay is priced as
+        named = measure(session([("claude-opus-4-6", 3_000, 0, 100)]), pricing="claude-sonnet-4-5").recorded
+        assert not named.stand_in and named.as_dict()["priced_as"] is None
+        assert named.cost_usd_cached == pytest.approx(3_000 * Pricing.for_model("claude-opus-4-6").input
+                                                      + 100 * Pricing.for_model("claude-opus-4-6").output)
+
     def test_the_header_lists_every_model_s_prices(self):
         m = measure(session([("claude-opus-4-6", 3_000, 0, 100), ("claude-haiku-4-5", 3_500, 0, 40)]))
         line = m.pricing_line()
