@@ -23,13 +23,26 @@ __all__ = ["cli_compare", "cli_tune"]
 
 
 def _paths(args: argparse.Namespace) -> list[Any]:
-    """The session files: each PATH, or every session file in a folder."""
-    from ..sessions import _candidates
+    """The sessions: each PATH named (one that is not a session is an error), and every
+    session in a folder (read here: a file there that is not one is named on stderr and
+    skipped, as `harpe-lab sessions` does, so one stray file does not stop the rest)."""
+    from ..errors import HarpeLabError
+    from ..sessions import _candidates, _why
+    from ..study import load_sessions
 
-    files = list(_candidates(args.paths, subagents=False))
-    if not files:
-        raise UsageError("no session files in the PATHs given")
-    return files
+    named = {Path(p).expanduser() for p in args.paths if not Path(p).expanduser().is_dir()}
+    out: list[Any] = []
+    for path in _candidates(args.paths, subagents=False):
+        if path in named:
+            out.append(path)
+            continue
+        try:
+            out += load_sessions([path])
+        except (HarpeLabError, OSError, UnicodeDecodeError, ValueError) as err:
+            print(f"skipped {path}: {_why(err)}", file=sys.stderr)
+    if not out:
+        raise UsageError("no sessions in the PATHs given")
+    return out
 
 
 def _sets(items: list[str]) -> dict[str, int]:

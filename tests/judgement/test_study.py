@@ -180,6 +180,24 @@ class TestOnRealSessions:
         assert pct == math.floor(100 * value / 180_000)
 
 
+class TestFolders:
+    def test_a_stray_file_in_a_folder_is_named_and_skipped_a_file_named_is_an_error(self, tmp_path, capsys):
+        import shutil
+        from importlib import resources
+
+        folder = tmp_path / "sessions"
+        folder.mkdir()
+        shutil.copy(Path(str(resources.files("harpe_lab.datasets.data"))) / "coding_agent.jsonl", folder)
+        (folder / "manifest.json").write_text('{"sessions": 1}\n', encoding="utf-8")
+        code, out, err = run(["compare", folder, "--strategies", "full", "--workers", "1", "--format", "json"],
+                             capsys)
+        assert code == 0
+        assert f"skipped {folder / 'manifest.json'}: not a session in any format harpe_lab reads" in err
+        assert [row["session"] for row in json.loads(out)["sessions"]] == ["coding_agent"]
+        code, _, err = run(["compare", folder / "manifest.json", "--strategies", "full"], capsys)
+        assert code != 0 and "manifest.json" in err and err.count("\n") == 1
+
+
 class TestTune:
     def test_the_least_cost_is_recommended_and_the_grid_refined_around_it(self):
         result = tune(bundled(), "chain", knob="n", lo=10, hi=80, points=4, pricing="openai/gpt-4o", workers=1,
