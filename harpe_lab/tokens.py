@@ -201,6 +201,11 @@ class _Counter:
             + REPLY_PRIMING
         )
 
+    def count_written(self, rendered: Rendered) -> int:
+        """Tokens of a request the replay writes whole itself (a distiller's), where
+        `count_rendered` prices one of the recording's; the same here (see `ScaledCounter`)."""
+        return self.count_rendered(rendered)
+
     def __getstate__(self) -> dict[str, Any]:
         state = {k: v for k, v in self.__dict__.items() if k not in ("_count", "_messages", "_lock")}
         return state
@@ -509,6 +514,14 @@ class ScaledCounter(_Counter):
 
     def count_rendered(self, rendered: Rendered, tools: Sequence[Mapping[str, Any]] = ()) -> int:
         fixed = self.base.count_rendered(Rendered(rendered.system, ()), tools) * self.factor + self.offset
+        return max(0, round(fixed)) + self.count_messages(rendered.messages)
+
+    def count_written(self, rendered: Rendered) -> int:
+        """Without the offset: a request the replay writes itself (a distiller's) holds its
+        whole system prompt, and none of the agent's that the recording lacked. Goose asks
+        for a summary of each tool pair, a few hundred tokens; with a Codex session's 118,000
+        tokens of offset added to each, its distill calls cost eight times the replay."""
+        fixed = self.base.count_rendered(Rendered(rendered.system, ()), ()) * self.factor
         return max(0, round(fixed)) + self.count_messages(rendered.messages)
 
 

@@ -37,7 +37,9 @@ class Listener:
                 d[1] += event.usage.input_tokens
                 d[2] += event.usage.output_tokens
             else:
-                d[1] += self.counter.count_rendered(event.request)
+                # the request as written (a calibrated counter adds no agent's prompt to it)
+                count = getattr(self.counter, "count_written", self.counter.count_rendered)
+                d[1] += count(event.request)
                 d[2] += self.counter.count(event.reply) if isinstance(event.reply, str) else 0
         elif isinstance(event, DistillFallback):
             self.fallbacks.append(event)

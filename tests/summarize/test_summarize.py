@@ -448,6 +448,19 @@ class TestExtractiveDistiller:
         assert rp.summary(i).startswith("Notes:\n- User: question 0:")
         assert SUMMARY_HEADER in rp.rendered(i).system
 
+    def test_a_calibrated_counter_prices_a_distill_call_as_written(self):
+        """Its offset stands for the agent's system prompt and tools the recording lacks: a
+        distill request the replay writes holds its own whole, so only the factor applies."""
+        from harpe_lab.tokens import ScaledCounter
+
+        calibrated, bare = ScaledCounter(ApproxCounter(), 1.5, 50_000), ScaledCounter(ApproxCounter(), 1.5)
+        rp = replay(chat(8, 40), lambda: summarizing(ExtractiveDistiller(max_chars=300), high=50_100),
+                    counter=calibrated)
+        calls = [e.event for e in rp.events if e.kind == "DistillCall"]
+        assert calls and all(c.usage is None for c in calls)
+        assert int(rp.requests["distill_input_tokens"].sum()) == sum(bare.count_rendered(c.request) for c in calls)
+        assert rp.requests["input_tokens"].min() > 50_000  # the agent's own requests keep it
+
 
 # --- recorded summaries ------------------------------------------------------------------
 
