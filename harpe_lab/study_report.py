@@ -44,15 +44,15 @@ def write_study_report(frame: Any, folder: Any, *, title: str = "Strategies on y
     )]
     images = []
     fig, ax = plt.subplots(figsize=(7.5, 4.5), layout="constrained")
-    shown = totals.assign(label=[_label(s, b) for s, b in zip(totals["strategy"], totals["budget"])])
+    shown = totals.assign(strategy=[_label(s, b) for s, b in zip(totals["strategy"], totals["budget"])])
     has_needs = totals["needs_kept_share"].notna().any()
     if has_retention or has_needs:
         measure = "retention" if has_retention else "needs_kept_share"
-        plot_sweep(shown, "cost_usd_cached", measure, hue="label", ax=ax)
+        plot_sweep(shown, "cost_usd_cached", measure, hue="strategy", ax=ax)
         ax.set_xlabel("cost with prompt caching, all sessions (USD)")
         ax.set_ylabel("retention (probes)" if has_retention else "needed next, kept share")
     else:
-        plot_sweep(shown, "cost_usd_cached", "input_tokens_sum", hue="label", y_better="lower", ax=ax)
+        plot_sweep(shown, "cost_usd_cached", "input_tokens_sum", hue="strategy", y_better="lower", ax=ax)
         ax.set_xlabel("cost with prompt caching, all sessions (USD)")
         ax.set_ylabel("input tokens sent, all sessions")
         ax.yaxis.set_major_formatter(lambda v, _: f"{v / 1e6:,.0f}M")

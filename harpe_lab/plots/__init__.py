@@ -503,13 +503,13 @@ def plot_sweep(frame: Any, x: str, y: str, *, hue: str | None = None, x_better: 
     ax = _new_axes(ax, (7, 4.5))
     groups = [(None, frame)] if hue is None else list(frame.groupby(hue, sort=True))
     for key, part in groups:
-        ax.scatter(part[x], part[y], s=28, alpha=0.8, label=None if key is None else _plain(f"{hue}={key}"))
+        ax.scatter(part[x], part[y], s=28, alpha=0.8, label=None if key is None else _plain(str(key)))
     ax.plot(front[x], front[y], color="black", lw=1.2, marker="o", mfc="none", ms=10,
             label="Pareto front", gid="pareto")  # fmt: skip
     ax.set_xlabel(_plain(x))
     ax.set_ylabel(_plain(y))
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, title=None if hue is None else _plain(hue), title_fontsize=8)
     return ax
 
 

@@ -323,6 +323,9 @@ class TestSweep:
         assert list(front.get_xdata()) == [100, 200, 400, 800]
         assert len(ax.collections) == 2  # one scatter per strategy
         assert ax.get_xlabel() == "tokens"
+        legend = ax.get_legend()  # the values, under the column's name
+        assert legend.get_title().get_text() == "strategy"
+        assert [t.get_text() for t in legend.get_texts()][:2] == sorted(set(_sweep_frame()["strategy"]))
 
     def test_unknown_column_names_the_choices(self):
         with pytest.raises(HarpeLabError) as info:
