@@ -56,10 +56,10 @@ import gc
 import json
 import sys
 import time
+from functools import partial
 from itertools import compress
 from operator import is_not
 from pathlib import Path
-from functools import partial
 from typing import Any, Callable, Sequence
 
 if __package__ in (None, ""):  # run as a script: make `benchmarks` importable
