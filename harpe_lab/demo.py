@@ -85,13 +85,12 @@ def _slug(text: str) -> str:
 def demo_measure(conversation: Any, *, pricing: Any = "auto") -> Any:
     """How the demo measures ``conversation``: `harpe_lab.measure.measure` with its defaults,
     as `harpe-lab replay` does, except that with ``pricing="auto"`` a recording that names no
-    model is priced as `DEMO_PRICING` (so every table has costs). ``pricing``: ``"auto"``, a
-    model name (every call as that model) or ``None`` (no costs)."""
+    model the price table knows is priced as `DEMO_PRICING` (so every table has costs).
+    ``pricing``: ``"auto"``, a model name (every call as that model) or ``None`` (no costs)."""
     from .measure import measure
+    from .models import AutoPricing
 
-    if pricing == "auto" and not conversation.models():
-        pricing = DEMO_PRICING
-    return measure(conversation, pricing=pricing)
+    return measure(conversation, pricing=AutoPricing(DEMO_PRICING) if pricing == "auto" else pricing)
 
 
 def demo_replays(conversation: Any, *, counter: Any, fractions: Sequence[float] = DEMO_FRACTIONS,
@@ -134,12 +133,9 @@ def _at_budget(replays: dict[str, Any], budget: int) -> dict[str, Any]:
             if label.endswith(f"@{budget}") or ("@" not in label and get_preset(label).budget_knob is None)}
 
 
-def _measure_lines(m: Any, conversation: Any) -> list[str]:
-    """`Measure.lines`, saying why a recording that names no model was priced, and that a
-    recording with usage recorded no compaction."""
+def _measure_lines(m: Any) -> list[str]:
+    """`Measure.lines`, saying that a recording with usage recorded no compaction."""
     lines = m.lines()
-    if m.pricing is not None and not conversation.models():
-        lines.insert(2, f"(the recording names no model: every call priced as {m.pricing.model}, the demo's default)")
     rec = m.recorded
     if rec is not None and len(rec.calls) and not rec.compactions:
         lines.insert(3, "recorded compactions: none")
@@ -241,7 +237,7 @@ def _conversation_section(name: str, loaded: Any, title: str, found: _Found, *, 
     s = conversation.summary()
     echo(f"\n== {name}: {s['turns']} turns, {s['messages']} messages, {s['tool_calls']} tool calls, "
          f"{s['probes']} probes")
-    measured = _measure_lines(m, loaded)
+    measured = _measure_lines(m)
     for line in measured:
         echo(line)
     recorded = m.recorded

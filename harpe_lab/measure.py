@@ -11,8 +11,10 @@ recording gives the same numbers everywhere:
   request) — and corrects the tokenizer's scale (cl100k counts Claude's tokens ~25% short).
   A counter that is already calibrated (a `ScaledCounter`) is used as it is. Without usage,
   the named counter is used and the numbers are said to be uncalibrated.
-* **Prices.** ``pricing="auto"`` prices each call by its recorded model (`CallPricing`); a
-  model name prices every call as that model; ``None`` prices nothing.
+* **Prices.** ``pricing="auto"`` prices each call by its recorded model (`CallPricing`);
+  ``AutoPricing(model)`` too, and a recording that names no model the price table knows
+  as that stand-in, recorded calls included; a model name prices every call as that model;
+  ``None`` prices nothing.
 * **What happened.** `Measure.recorded` is `harpe_lab.recorded.recorded`: the recorded
   calls, their cost with and without caching, and the recorded compactions.
 
@@ -28,7 +30,7 @@ from typing import Any
 
 from .conversation import Conversation
 from .errors import HarpeLabError
-from .models import CallPricing, Pricing, resolve_pricing
+from .models import AutoPricing, CallPricing, Pricing, resolve_pricing
 from .recorded import Recorded, recorded
 from .tokens import ScaledCounter
 
@@ -102,7 +104,10 @@ class Measure:
         books = p.models.values() if isinstance(p, CallPricing) else [p]
         parts = [_price_text(b) for b in books]
         per_call = "per call, " if isinstance(p, CallPricing) else ""
-        return f"prices ({per_call}USD per million tokens): " + "; ".join(parts)
+        line = f"prices ({per_call}USD per million tokens): " + "; ".join(parts)
+        if self.recorded is not None and self.recorded.stand_in:
+            line += " — a stand-in for every call: the recording names no model the price table knows"
+        return line
 
     def recorded_lines(self) -> list[str]:
         r = self.recorded
@@ -111,8 +116,8 @@ class Measure:
         cost = ""
         if not math.isnan(r.cost_usd_cached):
             cost = f", cost ${r.cost_usd_cached:,.2f} with caching (${r.cost_usd:,.2f} without)"
-            if r.stand_in and r.pricing is not None:
-                cost += f" at {r.pricing.default.model}'s prices (the recording names no priced model)"
+            if r.stand_in:
+                cost += " at the stand-in's prices"
         window = f", window {r.window:,}" if r.window else ""
         calls = f"{len(r.calls):,} call{'' if len(r.calls) == 1 else 's'}"
         lines = [f"recorded: {calls}, peak input {r.peak_input_tokens:,} tokens{window}{cost}"]
@@ -169,7 +174,7 @@ def _price_dict(p: Pricing) -> dict[str, Any]:
 
 
 def measure(conversation: Conversation, *, counter: Any = DEFAULT_COUNTER, calibrate: bool = True,
-            pricing: str | Pricing | CallPricing | None = "auto") -> Measure:
+            pricing: str | Pricing | CallPricing | AutoPricing | None = "auto") -> Measure:
     """The counter and prices to measure ``conversation`` with, and what it recorded (see
     the module doc). ``counter``: a name (``cl100k_base``, ``o200k_base``, ``approx``,
     ``bytes``) or a counter object."""

@@ -12,7 +12,8 @@
 `default_cache_dir`,        the disk cache's folder and the arguments that enter its key
 `CACHE_KEY_PARAMS`
 `Pricing`, `reply_cost`     prices from litellm's offline table; `CallPricing` prices each
-                            call of a recording by the model that made it
+                            call of a recording by the model that made it; `AutoPricing`
+                            too, with a stand-in for a recording that names none priced
 `PromptCache`,              a provider's prompt-cache rule (breakpoints, automatic; TTL,
 `PREFIX_CACHE`              minimum), read from that table and the providers' docs
 `model_input_limit`,        a model's context window and token counts, offline
@@ -29,7 +30,7 @@ from __future__ import annotations
 from ._cache import CACHE_KEY_PARAMS, default_cache_dir
 from ._call import CachedModel, Completion, ModelCall, route, send
 from ._failures import Failure, classify, explain
-from ._pricing import CallPricing, Pricing, reply_cost, resolve_pricing, suggest_models
+from ._pricing import AutoPricing, CallPricing, Pricing, reply_cost, resolve_pricing, suggest_models
 from ._prompt_cache import PREFIX_CACHE, PromptCache
 from ._response import UnusableReply, reply_of, usage_of
 from ._secrets import scrub, secrets_of
@@ -53,6 +54,7 @@ __all__ = [
     "CACHE_KEY_PARAMS",
     "Pricing",
     "CallPricing",
+    "AutoPricing",
     "PromptCache",
     "PREFIX_CACHE",
     "suggest_models",

@@ -218,14 +218,30 @@ def _for_recorded(name: str, cache_ttl: float | None) -> Pricing:
     return plain
 
 
-def resolve_pricing(pricing: "str | Pricing | CallPricing | None", models: Mapping[str, int], *,
+@dataclass(frozen=True)
+class AutoPricing:
+    """``"auto"``, and a recording that names no model the price table knows (a Cline SDK
+    session, an exported chat) priced as ``stand_in`` rather than left without a cost."""
+
+    stand_in: str
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.stand_in, str) or not self.stand_in:
+            raise StrategyError(f"stand_in must be a model name, got {self.stand_in!r}")
+
+
+def resolve_pricing(pricing: "str | Pricing | CallPricing | AutoPricing | None", models: Mapping[str, int], *,
                     cache_ttl: float | None = None) -> "Pricing | CallPricing | None":
     """The prices a replay of a recording uses: ``"auto"`` prices each call by the model the
-    recording names for it (``models``: name → calls; ``None`` when it names none); a model
-    name on a provider whose callers choose the cache TTL (Anthropic) takes the recording's
-    ``cache_ttl``; a `Pricing`, a `CallPricing` or ``None`` is used as given."""
-    if pricing == "auto":
-        return CallPricing.for_models(models, cache_ttl=cache_ttl)
+    recording names for it (``models``: name → calls; ``None`` when it names none priced), and
+    `AutoPricing` the same, else every call as its stand-in; a model name on a provider whose
+    callers choose the cache TTL (Anthropic) takes the recording's ``cache_ttl``; a `Pricing`,
+    a `CallPricing` or ``None`` is used as given."""
+    if pricing == "auto" or isinstance(pricing, AutoPricing):
+        per_call = CallPricing.for_models(models, cache_ttl=cache_ttl)
+        if per_call is None and isinstance(pricing, AutoPricing):
+            return _for_recorded(pricing.stand_in, cache_ttl)
+        return per_call
     if not isinstance(pricing, str):
         return pricing
     return _for_recorded(pricing, cache_ttl)

@@ -15,7 +15,7 @@ from harpe_lab.conversation import Conversation, RecordedCompaction, Turn
 from harpe_lab.errors import ConversationIndexError, HarpeLabError
 from harpe_lab.measure import measure
 from harpe_lab.messages import AssistantMessage, Usage, UserInput
-from harpe_lab.models import CallPricing, Pricing
+from harpe_lab.models import AutoPricing, CallPricing, Pricing
 from harpe_lab.recorded import recorded
 from harpe_lab.replay import replay
 from harpe_lab.strategies.harpe import FullContext
@@ -156,7 +156,18 @@ class TestPricedPerCall:
             3_000 * sonnet.input + 100 * sonnet.output + 1_500 * sonnet.input + 2_000 * sonnet.cache_read
             + 40 * sonnet.output)
         assert m.recorded.as_dict()["priced_as"] == "claude-sonnet-4-5"
-        assert "at claude-sonnet-4-5's prices (the recording names no priced model)" in m.recorded_lines()[0]
+        assert m.recorded_lines()[0].endswith("at the stand-in's prices")
+        assert m.pricing_line().endswith("a stand-in for every call: the recording names no model the price table knows")
+        # AutoPricing: each call by its own model, and this one as the stand-in
+        stood_in = measure(conv, pricing=AutoPricing("claude-sonnet-4-5"))
+        assert stood_in.recorded.cost_usd_cached == pytest.approx(m.recorded.cost_usd_cached)
+        assert stood_in.lines() == m.lines()
+        as_model, auto = (replay(conv, lambda: FullContext(""), counter=ApproxCounter(), pricing=p).requests
+                          for p in ("claude-sonnet-4-5", AutoPricing("claude-sonnet-4-5")))
+        assert auto["cost_usd_cached"].sum() == pytest.approx(as_model["cost_usd_cached"].sum())
+        assert as_model["cost_usd_cached"].sum() > 0
+        opus = measure(session([("claude-opus-4-6", 3_000, 0, 100)]), pricing=AutoPricing("claude-sonnet-4-5"))
+        assert isinstance(opus.pricing, CallPricing) and opus.pricing.model == "claude-opus-4-6"
         # a recording that names its model is priced by it, whatever the replay is priced as
         named = measure(session([("claude-opus-4-6", 3_000, 0, 100)]), pricing="claude-sonnet-4-5").recorded
         assert not named.stand_in and named.as_dict()["priced_as"] is None

@@ -224,7 +224,8 @@ def test_each_conversation_says_how_it_was_measured(demo):
         lines = sections[name][MEASURED]
         assert lines[0] == ("counter: cl100k_base, uncalibrated: the recording has no provider usage to fit it to, "
                             "so counts are the tokenizer's estimate")  # fmt: skip
-        assert f"every call priced as {DEMO_PRICING}" in lines[2]
+        assert lines[1].startswith(f"prices (USD per million tokens): {DEMO_PRICING} ")
+        assert lines[1].endswith("a stand-in for every call: the recording names no model the price table knows")
         assert "recorded: no provider usage in the file" in lines
     # the coding session carries Claude usage: calibrated on it, priced per call, cache write and TTL shown
     lines = sections["coding_agent"][MEASURED]
