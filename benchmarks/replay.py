@@ -227,7 +227,6 @@ def _rows(big: Any, small: Any, tokens: tuple[int, int], texts: Sequence[str], e
     from harpe_lab.replay import replay
     from harpe_lab.tokens import TiktokenCounter
 
-    strategies = [name]
     big_tokens, small_tokens = tokens
     messages = big.messages()
 
@@ -260,7 +259,7 @@ def _rows(big: Any, small: Any, tokens: tuple[int, int], texts: Sequence[str], e
         encode = encoding.encode_ordinary
         return lambda: sum(len(encode(t)) for t in texts)
 
-    def replaying(conversation: Any, name: str, extractive: bool = False, given: Any = None) -> Any:
+    def replaying(conversation: Any, extractive: bool = False, given: Any = None) -> Any:
         def prepare() -> Any:
             counter = TiktokenCounter() if given is None else given
             # None: the preset's own offline distiller (ExtractiveDistiller)
@@ -276,37 +275,32 @@ def _rows(big: Any, small: Any, tokens: tuple[int, int], texts: Sequence[str], e
     reference: dict[str, Any] = {}
     own: dict[str, list[tuple[bool, str]]] = {}
 
-    def referred(case: str, conversation: Any, name: str, extractive: bool = False) -> Any:
+    def referred(case: str, conversation: Any, extractive: bool = False) -> Any:
         counter = _timed_counter()
         counter.count_rendered(Rendered(conversation.system))
         counter.count_messages(conversation.messages())
         counter.recording = True
-        reference[case] = replaying(conversation, name, extractive, counter)()().requests
+        reference[case] = replaying(conversation, extractive, counter)()().requests
         own[case] = counter.recorded
-        return replaying(conversation, name, extractive)
+        return replaying(conversation, extractive)
 
     # Each timed replay of the large conversation runs right after a floor run of its own,
     # and its row is the median of those pairs' ratios: one floor median shared by every row
     # let a lucky or unlucky stretch of the machine move them all together.
+    distills = _distills(name)
     cases: dict[str, Any] = {"tiktoken": bare}
-    extractive = [s for s in strategies if _distills(s)]
-    for name in strategies:
-        replay_2n = referred(f"{name}/2N", big, name)
-        cases[f"floor|{name}/2N"] = floor(f"{name}/2N", own[f"{name}/2N"])
-        cases[f"{name}/2N"] = replay_2n
-        cases[f"{name}/N"] = referred(f"{name}/N", small, name)
-    for name in extractive:
-        replay_2n = referred(f"{name}+extractive/2N", big, name, extractive=True)
-        cases[f"floor|{name}+extractive/2N"] = floor(f"{name}+extractive/2N", own[f"{name}+extractive/2N"])
-        cases[f"{name}+extractive/2N"] = replay_2n
+    for case, conversation, extractive in (("2N", big, False), ("N", small, False),
+                                           *((("extractive/2N", big, True),) if distills else ())):
+        replaying_it = referred(case, conversation, extractive)
+        if conversation is big:
+            cases[f"floor|{case}"] = floor(case, own[case])
+        cases[case] = replaying_it
 
     def check(case: str, result: Any) -> None:
         if case in reference and not result.requests.equals(reference[case]):
-            raise AssertionError(f"{case}: a timed replay's request frame differs from the reference replay's")
+            raise AssertionError(f"{name} {case}: a timed replay's request frame differs from the reference replay's")
 
     timings = interleaved(cases, reps, check=check, slow=(slow_seconds, slow_reps), progress=f"replay floor, {name}")
-
-    rows = []
     bare_s = timings.median("tiktoken")
 
     def beside(case: str) -> str:
@@ -319,43 +313,35 @@ def _rows(big: Any, small: Any, tokens: tuple[int, int], texts: Sequence[str], e
                 f"each floor run, {median([r / c for r, c in zip(timings.seconds[case], alone)]):.2f}× "
                 f"({median(alone):.3f} s; bare tiktoken {bare_s:.3f} s)")
 
-    def named(name: str, extractive: bool = False) -> str:
-        shown = f"{label(name).split(' (')[0]} (ExtractiveDistiller)" if extractive else label(name)
-        return shown + (", its own knobs" if budget is None else "")
-
-    for name in strategies:
-        rows.append(Row(
-            "1 floor", f"{named(name)} / tokenize once (~{big_tokens / 1e6:.1f}M tokens)",
-            timings.paired(f"{name}/2N", f"floor|{name}/2N"), goal=FLOOR_GOAL, reps=timings.reps(f"{name}/2N"),
-            detail=f"{beside(f'{name}/2N')}; frames checked",
-        ))  # fmt: skip
-    for name in extractive:
-        rows.append(Row(
-            "1 floor", f"{named(name, True)} / tokenize once",
-            timings.paired(f"{name}+extractive/2N", f"floor|{name}+extractive/2N"), goal=EXTRACTIVE_GOAL,
-            reps=timings.reps(f"{name}+extractive/2N"),
-            detail=f"{beside(f'{name}+extractive/2N')}; the offline distiller notebooks use",
-        ))  # fmt: skip
-    for name in strategies:
-        t2, t1 = timings.median(f"{name}/2N"), timings.median(f"{name}/N")
-        rows.append(Row(
-            "1 scaling", f"{named(name)}: 2N / N turns ({len(big.turns)} / {len(small.turns)})",
-            timings.paired(f"{name}/2N", f"{name}/N"), goal=SCALING_GOAL,
-            reps=min(timings.reps(f"{name}/2N"), timings.reps(f"{name}/N")),
-            detail=f"median of the ratios of each 2N run to the N run after it; {t2:.3f} s / {t1:.3f} s; "
-                   f"tokens ×{big_tokens / small_tokens:.2f}",
-        ))  # fmt: skip
-    missed = {r.what for r in rows if r.verdict == "MISS"}
-    for name in strategies:
-        if any(m.startswith(f"{named(name)} /") or m.startswith(f"{named(name)}:") for m in missed):
-            cold = timings.median(f"{name}/2N")
-            rows.append(_remains(big, small, name, budget, named(name), cold, timings.median(f"floor|{name}/2N"),
-                                 reps))
-    for name in extractive:
-        if any(m.startswith(f"{named(name, True)} /") for m in missed):
-            case = f"{name}+extractive/2N"
-            rows.append(_remains(big, small, name, budget, named(name, True), timings.median(case),
-                                 timings.median(f"floor|{case}"), reps, extractive=True))
+    knobs = ", its own knobs" if budget is None else ""
+    what = label(name) + knobs
+    what_extractive = f"{label(name).split(' (')[0]} (ExtractiveDistiller){knobs}"
+    floor_row = Row(
+        "1 floor", f"{what} / tokenize once (~{big_tokens / 1e6:.1f}M tokens)",
+        timings.paired("2N", "floor|2N"), goal=FLOOR_GOAL, reps=timings.reps("2N"),
+        detail=f"{beside('2N')}; frames checked",
+    )  # fmt: skip
+    t2, t1 = timings.median("2N"), timings.median("N")
+    scaling_row = Row(
+        "1 scaling", f"{what}: 2N / N turns ({len(big.turns)} / {len(small.turns)})",
+        timings.paired("2N", "N"), goal=SCALING_GOAL, reps=min(timings.reps("2N"), timings.reps("N")),
+        detail=f"median of the ratios of each 2N run to the N run after it; {t2:.3f} s / {t1:.3f} s; "
+               f"tokens ×{big_tokens / small_tokens:.2f}",
+    )  # fmt: skip
+    rows = [floor_row]
+    if distills:
+        extractive_row = Row(
+            "1 floor", f"{what_extractive} / tokenize once",
+            timings.paired("extractive/2N", "floor|extractive/2N"), goal=EXTRACTIVE_GOAL,
+            reps=timings.reps("extractive/2N"), detail=f"{beside('extractive/2N')}; the offline distiller notebooks use",
+        )  # fmt: skip
+        rows.append(extractive_row)
+    rows.append(scaling_row)
+    if "MISS" in (floor_row.verdict, scaling_row.verdict):
+        rows.append(_remains(big, small, name, budget, what, t2, timings.median("floor|2N"), reps))
+    if distills and extractive_row.verdict == "MISS":
+        rows.append(_remains(big, small, name, budget, what_extractive, timings.median("extractive/2N"),
+                             timings.median("floor|extractive/2N"), reps, extractive=True))
     return rows
 
 

@@ -447,7 +447,6 @@ class SessionCompactionContext(TurnLifecycle, Summarizes):
         return f"SessionCompactionContext(usable={self.config.usable:,}, {len(self._transcript)} messages)"
 
 
-
 class _PruneScan:
     """The outputs a prune may weigh in one transcript list, in order: each one's message
     (``at``) and place in it (``result``), the running sum of their estimates (``cum[k]``:

@@ -195,6 +195,28 @@ class TestEngineAlone:
             [recorded.summary(i) for i in range(len(recorded.requests))]
 
 
+class TestForked:
+    """Each floor preset is measured in a forked child: what it returns, and what goes wrong
+    in it, must come back, or a replay whose frame changed would pass unnoticed."""
+
+    def test_the_result_comes_back_and_an_error_is_raised_here_as_it_was(self):
+        import os
+
+        from benchmarks.common import forked
+
+        assert forked(lambda: [("1 floor", 1.25)]) == [("1 floor", 1.25)]
+        assert forked(lambda: os.getpid()) != os.getpid()
+
+        def frames_differ() -> None:
+            raise AssertionError("codex 2N: a timed replay's request frame differs")
+
+        with pytest.raises(AssertionError, match="codex 2N: a timed replay's request frame differs") as info:
+            forked(frames_differ)
+        assert "frames_differ" in str(info.value.__cause__)  # the child's traceback
+        with pytest.raises(RuntimeError, match=r"died without a result \(wait status 768\)"):
+            forked(lambda: os._exit(3))
+
+
 class TestOwnText:
     """A remains row says how long a replay spends tokenizing text the strategy wrote,
     which the floor never counts: that figure must time exactly those texts."""
