@@ -97,6 +97,8 @@ _MENTION, _READ, _ALTER = 4, 2, 3  # EditType.FILE_MENTION, READ_FILE_TOOL, ALTE
 
 def _mentions(text: str) -> tuple[tuple[str, str], ...]:
     """The ``<file_content>`` mentions in ``text``: (path, whole match) each."""
+    if '<file_content path="' not in text:  # most texts: found in C without the pattern's scan
+        return ()
     return tuple((m.group(1), m.group(0)) for m in _FILE_MENTION.finditer(text))
 
 

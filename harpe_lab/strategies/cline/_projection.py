@@ -61,11 +61,17 @@ def _tool_ids(message: Message) -> set[str]:
 
 def _protected_tail(messages: Sequence[Message]) -> int:
     """``findProtectedTailStartIndex``: the last message with a call no result answers."""
-    answered = {r.id for m in messages if isinstance(m, ToolResults) for r in m.results}
+    answered: set[str] | None = None  # every result's id, gathered once a call needs it
+    after: set[str] = set()  # the ids answered after the place read: results follow their calls
     for k in range(len(messages) - 1, -1, -1):
         m = messages[k]
-        if isinstance(m, AssistantMessage) and any(c.id not in answered for c in m.calls):
-            return k
+        if isinstance(m, ToolResults):
+            after.update(r.id for r in m.results)
+        elif isinstance(m, AssistantMessage) and m.calls and any(c.id not in after for c in m.calls):
+            if answered is None:
+                answered = {r.id for m in messages if isinstance(m, ToolResults) for r in m.results}
+            if any(c.id not in answered for c in m.calls):
+                return k
     return len(messages)
 
 
@@ -136,6 +142,63 @@ def _drop_images(messages: list[Message], origin: list[int],
     return kept_m, kept_o, kept_e
 
 
+def _linked(messages: Sequence[Message]) -> dict[int, tuple[int, ...]]:
+    """The messages each message is linked to by tool ids, transitively, itself included (in
+    order; a message without tool ids is not listed)."""
+    parent: dict[int, int] = {}
+    owner: dict[str, int] = {}  # a tool id -> the first message that holds it
+
+    def root(k: int) -> int:
+        while parent[k] != k:
+            parent[k] = k = parent[parent[k]]
+        return k
+
+    for k, m in enumerate(messages):
+        ids = _tool_ids(m)
+        if not ids:
+            continue
+        parent[k] = k
+        for i in ids:
+            other = owner.setdefault(i, k)
+            if other != k:
+                a, b = root(other), root(k)
+                if a != b:
+                    parent[max(a, b)] = min(a, b)
+    members: dict[int, list[int]] = {}
+    for k in parent:  # in order
+        members.setdefault(root(k), []).append(k)
+    return {k: tuple(ks) for ks in members.values() for k in ks}
+
+
+def _drop_oldest(messages: list[Message], origin: list[int], ests: Sequence[int], target: int, latest: int,
+                 tail: int) -> tuple[list[Message], list[int], bool]:
+    """`_project`'s last policy: while over ``target``, whole messages dropped from the oldest,
+    each with the messages a tool id links it to, never the first or ``latest`` user message
+    or anything from the live ``tail`` on."""
+    # Such a group holds no user message (those carry no tool ids), and a reply goes with
+    # every result that answers it, so dropping one changes neither the first and latest user
+    # message nor the live tail, nor any other group: the groups are found once and the drops
+    # made on the list once (project.ts finds them again after each drop).
+    total = sum(ests)
+    first = _first_user(messages)
+    group = _linked(messages)
+    dropped: set[int] = set()
+    for k in range(len(messages)):
+        if total <= target:
+            break
+        if k in dropped or k == first or k == latest:
+            continue
+        closure = group.get(k) or (k,)
+        if closure[-1] >= tail:
+            continue
+        dropped.update(closure)
+        total -= sum(ests[j] for j in closure)
+    if dropped:
+        keep = [j not in dropped for j in range(len(messages))]
+        messages, origin = list(compress(messages, keep)), list(compress(origin, keep))
+    return messages, origin, total <= target
+
+
 def _project(messages: list[Message], origin: list[int], target: int,
              estimates: Sequence[int] | None = None) -> tuple[list[Message], list[int], bool]:
     """``buildBudgetProjection`` with the compaction policies (``basic_compaction_projection``
@@ -169,32 +232,6 @@ def _project(messages: list[Message], origin: list[int], target: int,
             total += e - ests[k]
             ests[k] = e
         k -= 1
-    k = 0
-    ids = [_tool_ids(m) for m in messages]
-    first, latest, tail = _first_user(messages), _latest_user(messages), _protected_tail(messages)
-    while k < len(messages) and total > target:
-        if k in (first, latest):
-            k += 1
-            continue
-        closure = {k}
-        queue = [k]
-        while queue:  # the messages a tool id links to this one, transitively
-            j = queue.pop()
-            linked = ids[j]
-            if not linked:
-                continue
-            for other, theirs in enumerate(ids):
-                if other not in closure and linked & theirs:
-                    closure.add(other)
-                    queue.append(other)
-        if first in closure or latest in closure or max(closure) >= tail:
-            k += 1
-            continue
-        keep = [j not in closure for j in range(len(messages))]
-        messages = list(compress(messages, keep))
-        origin = list(compress(origin, keep))
-        ids = list(compress(ids, keep))
-        total -= sum(ests[j] for j in closure)
-        ests = list(compress(ests, keep))
-        first, latest, tail = _first_user(messages), _latest_user(messages), _protected_tail(messages)
-    return messages, origin, total <= target
+    if total <= target:
+        return messages, origin, True
+    return _drop_oldest(messages, origin, ests, target, latest, tail)

@@ -240,6 +240,72 @@ def test_the_projection_given_the_weights_is_the_projection(seed):
             cl._project(msgs, list(range(len(msgs))), target)
 
 
+def _linked_shapes(seed: int) -> list:
+    """Messages whose tool ids link them in every way a transcript can and some it cannot:
+    calls answered later, never, twice or before they were made, one id in two replies."""
+    r = random.Random(seed)
+    ids = [f"t{k}" for k in range(8)]
+    out = []
+    for _ in range(r.randint(1, 25)):
+        kind = r.random()
+        if kind < 0.3:
+            out.append(UserInput(_words(r, r.randint(0, 3))))
+        elif kind < 0.6:
+            out.append(AssistantMessage(_words(r, 2), tuple(ToolCall(i, "bash") for i in r.sample(ids, r.randint(0, 2)))))
+        else:
+            out.append(ToolResults(tuple(ToolResult(i, "") for i in r.sample(ids, r.randint(0, 2)))))
+    return out
+
+
+def _plain_tail(messages) -> int:
+    answered = {r.id for m in messages if isinstance(m, ToolResults) for r in m.results}
+    return next((k for k in range(len(messages) - 1, -1, -1) if isinstance(messages[k], AssistantMessage)
+                 and any(c.id not in answered for c in messages[k].calls)), len(messages))
+
+
+def _plain_drops(messages, ests, target):
+    """project.ts's loop as it reads: every group, and the first and latest user message
+    and the live tail, found again after each drop."""
+    from harpe_lab.strategies.cline._projection import _first_user, _latest_user, _tool_ids
+
+    messages, ests, total, k = list(messages), list(ests), sum(ests), 0
+    while k < len(messages) and total > target:
+        ids = [_tool_ids(m) for m in messages]
+        first, latest, tail = _first_user(messages), _latest_user(messages), _plain_tail(messages)
+        if k in (first, latest):
+            k += 1
+            continue
+        closure, queue = {k}, [k]
+        while queue:
+            j = queue.pop()
+            for other, theirs in enumerate(ids):
+                if other not in closure and ids[j] & theirs:
+                    closure.add(other)
+                    queue.append(other)
+        if first in closure or latest in closure or max(closure) >= tail:
+            k += 1
+            continue
+        total -= sum(ests[j] for j in closure)
+        messages = [m for j, m in enumerate(messages) if j not in closure]
+        ests = [e for j, e in enumerate(ests) if j not in closure]
+    return messages, total <= target
+
+
+@pytest.mark.parametrize("seed", range(300))
+def test_the_oldest_messages_dropped_at_once_are_those_dropped_one_by_one(seed):
+    from harpe_lab.strategies.cline._projection import _drop_oldest, _latest_user, _protected_tail
+
+    msgs = _linked_shapes(seed)
+    assert _protected_tail(msgs) == _plain_tail(msgs)
+    r = random.Random(seed)
+    ests = [r.randint(0, 9) for _ in msgs]
+    for target in (-1, 0, sum(ests) // 2, sum(ests) - 1, sum(ests)):
+        kept, origin, met = _drop_oldest(msgs, list(range(len(msgs))), ests, target, _latest_user(msgs),
+                                         _protected_tail(msgs))
+        assert (kept, met) == _plain_drops(msgs, ests, target)
+        assert [msgs[o] for o in origin] == kept
+
+
 def test_a_legacy_group_that_grows_is_read_again():
     ctx = cl.LegacyContextManager(max_allowed=10**6).context("s")
     ctx.begin_turn(UserInput("task"))
