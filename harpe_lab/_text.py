@@ -1,5 +1,6 @@
 """Harpe's shared rules about messages' size: how many characters a message weighs, how
-messages group into turns, and how a history is cut to a character budget.
+messages group into turns, how a history is cut to a character budget, and what a
+sanitizer's marker stands for.
 
 Ground floor: it imports only `harpe_lab.messages`. The journal (`Journal.load`) and every
 strategy use these rules, so they live below both.
@@ -8,14 +9,36 @@ strategy use these rules, so they live below both.
 from __future__ import annotations
 
 import json
+import re
 from typing import Sequence
 
 from .messages import AssistantMessage, Message, ToolResults, UserInput
 
-__all__ = ["CHARS_PER_TOKEN", "message_chars", "message_parts", "message_text", "turn_groups", "truncate"]
+__all__ = ["CHARS_PER_TOKEN", "REDACTED", "message_chars", "message_parts", "message_text", "turn_groups", "truncate",
+           "unredacted"]
 
 CHARS_PER_TOKEN = 4
 """Harpe's rule of thumb: a token is about 4 characters (24,000 chars ≈ 6k tokens)."""
+
+
+REDACTED = re.compile(r"\[REDACTED_[A-Z]+ len=(\d+) sha=[0-9a-f]{6,64}\]")
+"""The marker a sanitizer leaves where it removed a text before a recording was shared
+(``[REDACTED_TEXT len=3021 sha=dc9e82a0]``: the shared Codex rollouts): the text's length in
+characters and a hash of it, so the same text gives the same marker. Group 1: the length."""
+
+
+def unredacted(text: str) -> tuple[str, list[int]]:
+    """``text`` without the sanitizer's markers (`REDACTED`) in it, and the length in
+    characters of each text they replaced (``(text, [])`` when it has none)."""
+    if "[REDACTED_" not in text:  # found in C: most texts hold none
+        return text, []
+    lengths: list[int] = []
+
+    def drop(match: re.Match[str]) -> str:
+        lengths.append(int(match.group(1)))
+        return ""
+
+    return REDACTED.sub(drop, text), lengths
 
 
 _CHARS: dict[int, tuple[Message, int]] = {}  # id(message) -> (message, its measure)

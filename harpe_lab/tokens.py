@@ -19,6 +19,15 @@ same encodes, run back to back instead of spread among the replay's own work, co
 It is an estimate of what a provider reports; `harpe_lab.calibrate.calibrate` fits a factor
 against recorded usage when a journal has it.
 
+A recording sanitized before it was shared holds a marker where each text was
+(`harpe_lab._text.REDACTED`, ``[REDACTED_TEXT len=3021 sha=…]``: the text is gone, its length
+is kept). Every counter weighs a marker as the text it replaced, that many characters at
+``CHARS_PER_TOKEN`` (4) a token, rather than as the few tokens of the marker itself: so the
+requests of a sanitized session grow as the recorded ones did, and the calibration fits the
+rest (on the shared Codex rollouts, the median error of the fitted counter fell from 21–35%
+to 1–7%). A strategy's own estimate of a text's size (Cline's characters, Codex's bytes)
+reads the marker as it is written.
+
 No counter ever touches the network: `TiktokenCounter` loads its BPE file from the copy
 litellm's wheel ships (or from ``TIKTOKEN_CACHE_DIR``), through tiktoken's own loader
 and hash check, without importing litellm.
@@ -37,6 +46,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable, ClassVar, Iterable, Mapping, Protocol, Sequence, runtime_checkable
 
+from ._text import CHARS_PER_TOKEN, unredacted
 from .errors import HarpeLabError
 from .messages import AssistantMessage, Message, Rendered, ToolResults, UserInput
 
@@ -60,6 +70,12 @@ MESSAGE_OVERHEAD = 3
 CALL_OVERHEAD = 3
 REPLY_PRIMING = 3
 _CACHE_SIZE = 1 << 17
+
+
+def _stand_in(lengths: list[int]) -> int:
+    """Tokens of the texts a sanitizer removed, of these lengths in characters (`unredacted`),
+    each rounded up as a text of its own: a text counted whole or line by line weighs the same."""
+    return sum(-(-n // CHARS_PER_TOKEN) for n in lengths)
 
 
 @runtime_checkable
@@ -240,7 +256,8 @@ class ApproxCounter(_Counter):
         super().__init__()
 
     def _encode_len(self, text: str) -> int:
-        return math.ceil(len(text) / self.chars_per_token)
+        text, removed = unredacted(text)
+        return math.ceil((len(text) + sum(removed)) / self.chars_per_token)
 
 
 class BytesCounter(_Counter):
@@ -249,7 +266,8 @@ class BytesCounter(_Counter):
     name = "bytes/4"
 
     def _encode_len(self, text: str) -> int:
-        return (len(text.encode("utf-8")) + 3) // 4
+        text, removed = unredacted(text)
+        return (len(text.encode("utf-8")) + sum(removed) + 3) // 4
 
 
 # --- tiktoken, offline --------------------------------------------------------------------
@@ -433,7 +451,8 @@ class TiktokenCounter(_Counter):
         if enc is None:
             enc = self._encoder()
         if len(text) < _CHUNKED_FROM or not self._chunkable:
-            return len(enc.encode_ordinary(text))
+            text, removed = unredacted(text)
+            return len(enc.encode_ordinary(text)) + _stand_in(removed)
         return self._by_chunks(text)
 
     def count_lines(self, text: str) -> int:
@@ -451,10 +470,12 @@ class TiktokenCounter(_Counter):
             values = chunk.split("`, `")
             last = values.pop()
             return self._chunk(values[0] + "`,") + sum(map(self._value, values[1:])) + self._chunk(" `" + last)
-        return len(self._enc.encode_ordinary(chunk))
+        chunk, removed = unredacted(chunk)  # a marker is never cut: it holds no line break, no backtick
+        return len(self._enc.encode_ordinary(chunk)) + _stand_in(removed)
 
     def _value_len(self, value: str) -> int:
-        return len(self._enc.encode_ordinary(" `" + value + "`,"))
+        value, removed = unredacted(value)
+        return len(self._enc.encode_ordinary(" `" + value + "`,")) + _stand_in(removed)
 
     def __getstate__(self) -> dict[str, Any]:
         state = super().__getstate__()
@@ -477,7 +498,8 @@ class LitellmCounter(_Counter):
     def _encode_len(self, text: str) -> int:
         from .models import count_tokens
 
-        return count_tokens(self.model, text)
+        text, removed = unredacted(text)
+        return count_tokens(self.model, text) + _stand_in(removed)
 
 
 class ScaledCounter(_Counter):

@@ -48,6 +48,7 @@ from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
+from .._text import REDACTED as _REDACTED  # a marker is a reference like any other: the same text, the same hash
 from ..messages import AssistantMessage, Message, ToolResults, UserInput
 
 __all__ = ["Need", "references", "session_needs", "needed_next", "lost_needs", "NEEDS_COLUMNS", "LOST_COLUMNS",
@@ -72,9 +73,6 @@ _CAMEL = re.compile(r"\b[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]+)+\b|\b[a-z]+(?:[A-Z][a-z
 _DOTTED = re.compile(r"\b[A-Za-z_]\w*(?:\.[A-Za-z_]\w*){2,}\b")
 _UNIT = re.compile(r"\b\d+(?:[.,]\d+)?\s?(?:ms|µs|ns|KB|MB|GB|TB|KiB|MiB|GiB|tokens|px|rem|fps|rps|req/s)\b")
 _TICKS = re.compile(r"`([^`\n]{3,120})`")
-# what a recording sanitized before it was shared holds instead of a text: the same text gives
-# the same hash, so a marker is a reference like any other (the shared Codex rollouts)
-_REDACTED = re.compile(r"\[REDACTED_[A-Z]+ len=\d+ sha=[0-9a-f]{6,64}\]")
 _WORDS = re.compile(r"[A-Za-z]+")
 _COMMON = frozenset("""
 the and for with this that from into then than when what where which while will would should could have has had

@@ -336,6 +336,32 @@ def _summary_like(values: list[str], notes: list[str]) -> str:
             + "\n\nReply with the updated summary.")
 
 
+class TestSanitizedMarkers:
+    """A sanitizer's marker weighs the text it replaced: its length, at 4 characters a token."""
+
+    MARKED = "see [REDACTED_TEXT len=401 sha=dc9e82a0] and [REDACTED_OUTPUT len=40 sha=0123456789abcdef] here"
+
+    def test_every_counter_weighs_the_texts_replaced(self, reference):
+        rest = "see  and  here"
+        assert ApproxCounter().count(self.MARKED) == math.ceil((len(rest) + 441) / 4)
+        assert ApproxCounter(2).count(self.MARKED) == math.ceil((len(rest) + 441) / 2)
+        assert BytesCounter().count(self.MARKED) == (len(rest) + 441 + 3) // 4
+        assert TiktokenCounter().count(self.MARKED) == len(reference["cl100k_base"].encode_ordinary(rest)) + 111
+
+    def test_what_is_not_such_a_marker_is_counted_as_written(self, reference):
+        for text in ("[REDACTED_SIGNATURE]", "[REDACTED_TEXT len=12]", "[redacted github-token, 40 chars]"):
+            assert TiktokenCounter().count(text) == len(reference["cl100k_base"].encode_ordinary(text))
+
+    def test_a_long_text_counted_by_its_lines_weighs_them_alike(self, monkeypatch):
+        listed = "Files: " + ", ".join(f"`{k} {self.MARKED}`" for k in range(200))  # cut between its values
+        text = "\n".join(f"line {k} {self.MARKED}" if k % 3 else f"plain line {k}" for k in range(300)) + listed
+        assert len(text) >= tokens._CHUNKED_FROM
+        chunked = TiktokenCounter()
+        assert chunked.count(text) == chunked.count_lines(text)
+        monkeypatch.setattr(tokens, "_CHUNKED_FROM", 10**9)  # the whole text at once
+        assert TiktokenCounter().count(text) == chunked.count(text)
+
+
 class TestChunkedCounting:
     @pytest.mark.parametrize("encoding", ENCODINGS)
     @settings(max_examples=400, deadline=None)

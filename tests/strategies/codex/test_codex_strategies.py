@@ -12,8 +12,8 @@ wrote; one (``rollout-2026-02-23T12-54-34-…``) compacted once, mid-turn, after
 input was 209,950 tokens. Its text is redacted to ``[REDACTED_… len=N sha=…]``; the sizes are
 real. Driven by hand with the usage Codex recorded, the rule fires at that call once the count
 carries Codex's estimate of the encrypted reasoning the reported usage leaves out (read from the
-rollout's own reasoning items); replayed with a counter calibrated on the session (its texts
-restored to their recorded lengths), within two calls of it.
+rollout's own reasoning items); replayed as loaded, with a counter calibrated on the session
+(which weighs each marker as the text it replaced), within two calls of it.
 """
 
 from __future__ import annotations
@@ -723,8 +723,7 @@ class TestRealCompaction:
         from harpe_lab.calibrate import calibrate
         from harpe_lab.tokens import TiktokenCounter
 
-        path, conv = session
-        conv = _restored(conv)
+        path, conv = session  # as loaded: the counter weighs each marker as the text it replaced
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             fit = calibrate(conv, TiktokenCounter("o200k_base"))
@@ -741,10 +740,11 @@ class TestRealCompaction:
 
         recorded, ours, frame = first_compaction(reasoning=per_reply)
         assert abs(ours - recorded) <= 2, f"compacted before request {ours}, Codex before {recorded}"
-        # what the inline path keeps (user messages and a summary) is smaller than what Codex's
-        # remote compaction kept (its answers, the images and an encrypted item): 48,297 tokens
+        # the inline path keeps other things (user messages and a summary) than Codex's remote
+        # compaction did (its answers, the images and an encrypted item: 48,297 tokens), of
+        # about the same size
         after = int(frame.input_tokens[ours])
-        assert 0.5 * 48_297 < after < 48_297
+        assert 0.75 * 48_297 < after < 1.25 * 48_297
         # from the transcript's usage alone (reasoning 0), the default limit is reached much later
         _, late, _ = first_compaction()
         assert late is None or late > recorded + 2
