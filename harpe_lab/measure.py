@@ -17,6 +17,9 @@ recording gives the same numbers everywhere:
   ``None`` prices nothing.
 * **What happened.** `Measure.recorded` is `harpe_lab.recorded.recorded`: the recorded
   calls, their cost with and without caching, and the recorded compactions.
+* **Notes.** What the numbers rest on that a reader should know: a calibration's caveats,
+  models priced as another, and a sanitized recording (its texts replaced by redaction
+  markers, which the counter prices as the texts they replaced; `harpe_lab.tokens`).
 
 `Measure.lines` is the header every surface prints, one fact per line.
 """
@@ -28,6 +31,7 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
+from ._text import REDACTED, message_parts
 from .conversation import Conversation
 from .errors import HarpeLabError
 from .models import AutoPricing, CallPricing, Pricing, resolve_pricing
@@ -173,6 +177,12 @@ def _price_dict(p: Pricing) -> dict[str, Any]:
     }
 
 
+def _markers(conversation: Conversation) -> int:
+    """How many redaction markers a sanitized recording holds where its texts were."""
+    texts = [conversation.system, *(text for m in conversation.messages() for _, text in message_parts(m))]
+    return sum(len(REDACTED.findall(text)) for text in texts if "[REDACTED_" in text)
+
+
 def measure(conversation: Conversation, *, counter: Any = DEFAULT_COUNTER, calibrate: bool = True,
             pricing: str | Pricing | CallPricing | AutoPricing | None = "auto") -> Measure:
     """The counter and prices to measure ``conversation`` with, and what it recorded (see
@@ -205,6 +215,11 @@ def measure(conversation: Conversation, *, counter: Any = DEFAULT_COUNTER, calib
             notes += [str(w.message) for w in caught if issubclass(w.category, CalibrationWarning)]
         except HarpeLabError as err:
             why = str(err)
+    markers = _markers(conversation)
+    if markers:
+        notes.append(f"sanitized: {markers:,} redaction marker{'s' * (markers != 1)} ([REDACTED_… len=N …]) where "
+                     "texts were; each is priced as the N characters it replaced, but a strategy that measures text "
+                     "itself (by characters or bytes) reads the marker as it is written")
     if isinstance(price, CallPricing) and price.unpriced:
         notes.append(f"warning: not in the price table, priced as {price.default.model}: {', '.join(price.unpriced)}")
     name = _name(used) if calibration is None else _name(base)

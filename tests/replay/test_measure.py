@@ -4,6 +4,7 @@ and compactions are shown beside the replay — with no option given."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 
@@ -213,6 +214,14 @@ class TestRecorded:
                 errors[path.name[:27]] = m.calibration.error_after
                 assert m.calibration.factor != 1, path.name  # a factor is fitted, not an offset alone
         assert len(errors) == 4 and max(errors.values()) < 0.08, errors
+
+    def test_a_sanitized_recording_is_said_so(self):
+        conv = session([("gpt-4o", 3_000, 0, 50)])
+        assert not any(n.startswith("sanitized") for n in measure(conv).notes)
+        marked = dataclasses.replace(conv, turns=tuple(dataclasses.replace(t, input=UserInput(
+            "[REDACTED_TEXT len=3021 sha=dc9e82a0] and [REDACTED_TEXT len=12 sha=0011aabb]")) for t in conv.turns))
+        (note,) = [n for n in measure(marked).lines() if n.startswith("sanitized")]
+        assert note.startswith("sanitized: 2 redaction markers ") and "priced as the N characters" in note
 
 class TestIndex:
     def test_a_bad_index_lists_the_ids(self, tmp_path, capsys):
