@@ -126,6 +126,14 @@ class Measure:
         calls = f"{len(r.calls):,} call{'' if len(r.calls) == 1 else 's'}"
         lines = [f"recorded: {calls}, peak input {r.peak_input_tokens:,} tokens{window}{cost}"]
         lines += [f"recorded {c.describe()}" for c in r.compactions]
+        if r.misses:
+            n = len(r.misses)
+            at = ", ".join(str(m.request) for m in r.misses[:8]) + (", …" if n > 8 else "")
+            extra = sum(m.extra_usd for m in r.misses)
+            cost = "" if math.isnan(extra) else f": ${extra:,.2f} of the cost with caching"
+            lines.append(f"recorded cache misses: {n:,} call{'s' * (n > 1)} (request{'s' * (n > 1)} {at}) read "
+                         f"under half of what the call before sent from the cache, with no compaction or pause to "
+                         f"explain it{cost}; a replay assumes the cache held")
         return lines
 
     def lines(self) -> list[str]:

@@ -20,6 +20,13 @@ cost_usd               priced without prompt caching, by the call's own model
 cost_usd_cached        priced as billed: fresh, cache reads and cache writes at their prices
 =====================  ==================================================================
 
+``Recorded.misses`` are the calls where the provider's prompt cache fell short with nothing
+recorded to explain it (`CacheMiss`): the provider dropped or missed its cache, seconds after
+the call before. A replay cannot foresee that and prices such a call as reading what it
+shares with the call before; `Recorded.missed` says what they added to the bill, and the
+replay's cost is shown beside the bill less them too. On the shared Codex rollouts they are
+3–9 calls and 13–24% of the bill; the replay is within 4% of the rest.
+
 A recording that names no priced model (a Cline SDK session, an exported chat) has no cost
 unless a stand-in is given (`recorded`'s ``stand_in``, the prices the replay was asked to
 use): its calls are then priced as that model, and ``Recorded.stand_in`` says so.
@@ -40,7 +47,7 @@ from .conversation import Conversation
 from .messages import AssistantMessage
 from .models import CallPricing, Pricing
 
-__all__ = ["Recorded", "RecordedPoint", "recorded", "CALL_COLUMNS"]
+__all__ = ["Recorded", "RecordedPoint", "CacheMiss", "recorded", "CALL_COLUMNS"]
 
 CALL_COLUMNS = ("request", "turn", "step", "model", "input_tokens", "cache_read_tokens", "cache_write_tokens",
                 "output_tokens", "cost_usd", "cost_usd_cached")
@@ -77,6 +84,24 @@ class RecordedPoint:
         return f"{trigger}compaction before request {self.request}: {before} → {after} tokens{share}"
 
 
+@dataclass(frozen=True, kw_only=True)
+class CacheMiss:
+    """A recorded call that read less than half of what the call before it sent from the
+    prompt cache, with nothing recorded to explain it: no compaction between the two, the
+    same model, no reset the recording's agent made (``metadata["cache_resets"]``) and, when
+    the times are recorded, no pause past the cache's lifetime. The provider dropped or
+    missed its cache; a replay, which cannot foresee that, prices the call as reading all it
+    shares with the call before."""
+
+    request: int
+    read: int
+    """The tokens the provider reported reading from its cache."""
+    shared: int
+    """The tokens the call before sent, or this call's input if smaller: what a held cache serves."""
+    extra_usd: float
+    """What the miss added to the call's cost with caching (NaN when the call is not priced)."""
+
+
 # eq=False: it holds frames, and pandas compares the attrs it is kept in
 @dataclass(frozen=True, kw_only=True, eq=False)
 class Recorded:
@@ -93,6 +118,8 @@ class Recorded:
     """The recording names no priced model: ``pricing`` is the stand-in it was given."""
     compactions: tuple[RecordedPoint, ...] = ()
     window: int | None = None
+    misses: tuple[CacheMiss, ...] = ()
+    """The calls where the provider's cache fell short with no recorded reason (`CacheMiss`)."""
 
     @property
     def cost_usd(self) -> float:
@@ -126,6 +153,13 @@ class Recorded:
         mine = frame.loc[frame["request"].isin(calls["request"]), "cost_usd_cached"].sum(min_count=1)
         return float(mine), float(calls["cost_usd_cached"].sum(min_count=1)), len(calls)
 
+    def missed(self) -> tuple[int, float]:
+        """``(calls, USD)``: the cache misses (`misses`) among the calls `against` compares,
+        and what they added to the recorded cost with caching."""
+        cut = self.compactions[0].request if self.compactions else self.requests
+        within = [m for m in self.misses if m.request < cut]
+        return len(within), float(sum(m.extra_usd for m in within))
+
     def as_dict(self) -> dict[str, Any]:
         """The figures every surface shows, JSON-ready."""
         nan = lambda v: None if isinstance(v, float) and math.isnan(v) else v  # noqa: E731
@@ -138,6 +172,8 @@ class Recorded:
             "cost_usd_cached": nan(round(self.cost_usd_cached, 6)),
             "cache_read_share": nan(self.cache_read_share),
             "priced_as": self.pricing.default.model if self.stand_in and self.pricing is not None else None,
+            "cache_misses": [{"request": m.request, "read": m.read, "shared": m.shared, "extra_usd": nan(m.extra_usd)}
+                             for m in self.misses],
             "compactions": [
                 {"request": c.request, "turn": c.turn, "trigger": c.trigger, "tokens_before": c.tokens_before,
                  "tokens_after": c.tokens_after, "share_of_window": nan(c.share_of_window)}
@@ -209,9 +245,43 @@ def recorded(conversation: Conversation, *, stand_in: Pricing | CallPricing | No
                      cost, cost_cached))
     calls = pd.DataFrame(rows, columns=list(CALL_COLUMNS))
     window = declared_window(conversation)
+    points = _points(conversation, requests, window)
     return Recorded(conversation=conversation.id, requests=len(requests), calls=calls, models=models,
-                    pricing=pricing, stand_in=standing_in, compactions=_points(conversation, requests, window),
-                    window=window)
+                    pricing=pricing, stand_in=standing_in, compactions=points, window=window,
+                    misses=_misses(conversation, requests, rows, pricing, points))
+
+
+_MISSED = 0.5  # a call that read less than this share of what the call before sent missed the cache
+
+
+def _misses(conversation: Conversation, requests: list[tuple[int, int, Any, int]], rows: list[tuple],
+            pricing: CallPricing | None, points: tuple[RecordedPoint, ...]) -> tuple[CacheMiss, ...]:
+    """The recorded calls whose cache read fell with nothing recorded to explain it (`CacheMiss`)."""
+    starts = {p.request for p in points}
+    out = []
+    for prev, cur in zip(rows, rows[1:]):
+        i, t, step, model, tokens, read, write, output = cur[:8]
+        shared = min(prev[4], tokens)
+        if read >= _MISSED * shared or model != prev[3] or any(prev[0] < s <= i for s in starts):
+            continue
+        meta = conversation.turns[t].metadata
+        if step in (meta.get("cache_resets") or ()):
+            continue  # the agent invalidated its cache, and the replay prices that too
+        price = pricing.for_call(model) if pricing is not None else None
+        cache = price.cache if price is not None else None
+        if cache is not None and shared < cache.min_tokens:
+            continue
+        times = (conversation.turns[prev[1]].metadata.get("request_times") or (), meta.get("request_times") or ())
+        at = [ts[s] if s < len(ts) else None for ts, s in zip(times, (prev[2], step))]
+        if cache is not None and cache.ttl and None not in at and at[1] - at[0] > cache.ttl:
+            continue  # a pause past the cache's lifetime: the replay prices it as a miss too
+        extra = math.nan
+        if price is not None:
+            lost = shared - read
+            held = price.billed(tokens, read + lost, max(0, write - lost), output)[1]
+            extra = cur[9] - held
+        out.append(CacheMiss(request=i, read=read, shared=shared, extra_usd=extra))
+    return tuple(out)
 
 
 def _points(conversation: Conversation, requests: list[tuple[int, int, Any, int]],

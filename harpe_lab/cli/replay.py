@@ -220,8 +220,13 @@ def _against_recorded(frame: Any, m: Any) -> list[str]:
     if not (math.isnan(mine) or math.isnan(theirs)) and theirs > 0:
         where = (f"before the first recorded compaction ({calls:,} recorded calls)" if recorded
                  else f"over the {calls:,} recorded calls")
+        missed, extra = rec.missed()
+        beside = ""
+        if missed and not math.isnan(extra) and theirs > extra:
+            beside = (f"; {mine / (theirs - extra) - 1:+.1%} against the bill less its {missed} recorded cache "
+                      f"miss{'es' * (missed > 1)}")
         lines.append(f"cost with caching {where}: replayed ${mine:,.2f}, recorded ${theirs:,.2f} "
-                     f"({mine / theirs - 1:+.1%})")
+                     f"({mine / theirs - 1:+.1%}{beside})")
     return lines
 
 
@@ -318,8 +323,10 @@ def _cost_against(frame: Any, m: Any) -> dict[str, Any] | None:
     mine, theirs, calls = m.recorded.against(frame)
     if math.isnan(mine) or math.isnan(theirs):
         return None
+    missed, extra = m.recorded.missed()
     return {"replayed_usd": round(mine, 6), "recorded_usd": round(theirs, 6), "calls": calls,
-            "until_request": m.recorded.compactions[0].request if m.recorded.compactions else None}
+            "until_request": m.recorded.compactions[0].request if m.recorded.compactions else None,
+            "cache_misses": missed, "cache_misses_usd": None if math.isnan(extra) else round(extra, 6)}
 
 
 def _json_doc(args: argparse.Namespace, conversation: Any, budget: int | None, m: Any, result: Any, columns: list,

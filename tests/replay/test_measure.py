@@ -14,6 +14,7 @@ from harpe_lab import ApproxCounter, TiktokenCounter
 from harpe_lab.cli import main
 from harpe_lab.conversation import Conversation, RecordedCompaction, Turn
 from harpe_lab.errors import ConversationIndexError, HarpeLabError
+from harpe_lab.importers import save_conversation
 from harpe_lab.measure import measure
 from harpe_lab.messages import AssistantMessage, Usage, UserInput
 from harpe_lab.models import AutoPricing, CallPricing, Pricing
@@ -222,6 +223,67 @@ class TestRecorded:
             "[REDACTED_TEXT len=3021 sha=dc9e82a0] and [REDACTED_TEXT len=12 sha=0011aabb]")) for t in conv.turns))
         (note,) = [n for n in measure(marked).lines() if n.startswith("sanitized")]
         assert note.startswith("sanitized: 2 redaction markers ") and "priced as the N characters" in note
+
+
+class TestCacheMisses:
+    """A recorded call that read under half of what the call before sent, with nothing
+    recorded to explain it, is a cache miss the provider made and a replay cannot foresee."""
+
+    READS = [0, 2_900, 100, 4_900]  # the third call read 100 of the 4,000 tokens the second sent
+
+    def conv(self, reads=READS, models=("gpt-4o",) * 4, inputs=(3_000, 4_000, 5_000, 6_000), at=None, meta=None):
+        """``meta``: turn -> its metadata."""
+        conv = session([(m, n, r, 50) for m, n, r in zip(models, inputs, reads)], compact_after=at)
+        turns = [dataclasses.replace(t, metadata=(meta or {}).get(k, {})) for k, t in enumerate(conv.turns)]
+        return dataclasses.replace(conv, turns=tuple(turns))
+
+    def test_the_miss_and_what_it_cost(self):
+        rec = recorded(self.conv())
+        (miss,) = rec.misses
+        price = CallPricing.for_models({"gpt-4o": 4}).for_call("gpt-4o")
+        assert (miss.request, miss.read, miss.shared) == (2, 100, 4_000)
+        assert miss.extra_usd == pytest.approx(3_900 * (price.input - price.cache_read))
+        assert rec.missed() == (1, pytest.approx(miss.extra_usd))
+        assert rec.as_dict()["cache_misses"] == [{"request": 2, "read": 100, "shared": 4_000,
+                                                  "extra_usd": pytest.approx(miss.extra_usd)}]
+        (line,) = [x for x in measure(self.conv()).lines() if x.startswith("recorded cache misses")]
+        assert line.startswith("recorded cache misses: 1 call (request 2) read under half of what the call before")
+
+    def test_what_a_recording_explains_is_no_miss(self):
+        assert recorded(self.conv(reads=[0, 2_900, 3_900, 4_900])).misses == ()
+        assert recorded(self.conv(at=2)).misses == ()  # the agent compacted between the two calls
+        assert recorded(self.conv(models=("gpt-4o", "gpt-4o", "gpt-4o-mini", "gpt-4o"))).misses == ()
+        assert recorded(self.conv(meta={2: {"cache_resets": [0]}})).misses == ()  # the agent reset its cache
+        assert recorded(self.conv(inputs=(500, 600, 700, 800), reads=[0, 0, 0, 0])).misses == ()  # below 1,024
+        paused = {1: {"request_times": [1_000.0]}, 2: {"request_times": [1_000.0 + 301]}}
+        assert recorded(self.conv(meta=paused)).misses == ()  # past the cache's 5 minutes
+        soon = {1: {"request_times": [1_000.0]}, 2: {"request_times": [1_000.0 + 30]}}
+        assert [m.request for m in recorded(self.conv(meta=soon)).misses] == [2]
+
+    def test_the_cost_line_sets_the_replay_beside_the_bill_less_its_misses(self, tmp_path, capsys):
+        conv = self.conv()
+        frame = replay(conv, lambda: FullContext(""), counter=measure(conv).counter, pricing="auto").requests
+        mine, theirs, _ = recorded(conv).against(frame)
+        extra = recorded(conv).missed()[1]
+        path = tmp_path / "s.json"
+        save_conversation(conv, path)
+        assert main(["replay", str(path), "--strategy", "full"]) == 0
+        (line,) = [x for x in capsys.readouterr().out.splitlines() if x.startswith("cost with caching")]
+        assert line.endswith(f"({mine / theirs - 1:+.1%}; {mine / (theirs - extra) - 1:+.1%} against the bill "
+                             f"less its 1 recorded cache miss)")
+
+    @pytest.mark.real_data
+    @pytest.mark.skipif(not (REAL_DATA / "codex").is_dir(), reason="real Codex sessions are not on this machine")
+    def test_on_the_real_codex_sessions_the_replay_is_the_bill_less_its_misses(self, capsys):
+        """Replayed by default, each shared rollout of 20 calls or more costs within 5% of
+        what it recorded once its cache misses are taken out (13–24% below it with them)."""
+        for path in sorted((REAL_DATA / "codex").glob("rollout-*.jsonl")):
+            doc = cli_json(["replay", path, "--strategy", "full"], capsys)
+            against = doc["cost_against_recorded"]
+            if against["calls"] < 20:
+                continue
+            held = against["recorded_usd"] - against["cache_misses_usd"]
+            assert abs(against["replayed_usd"] / held - 1) < 0.05, (path.name, against)
 
 class TestIndex:
     def test_a_bad_index_lists_the_ids(self, tmp_path, capsys):
