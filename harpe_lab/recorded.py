@@ -143,21 +143,24 @@ class Recorded:
         """The calls before ``request`` (e.g. the first compaction's)."""
         return self.calls[self.calls["request"] < request]
 
+    @property
+    def _compared_until(self) -> int:
+        """The first recorded compaction's request, where the recorded and replayed histories part."""
+        return self.compactions[0].request if self.compactions else self.requests
+
     def against(self, frame: Any) -> tuple[float, float, int]:
         """``(replayed, recorded, calls)``: a replay's cost with caching (its request frame)
         beside the recorded bill, over the calls the provider recorded before the first
         recorded compaction (the whole session without one), where the two histories part.
         Only recorded calls count: a cut-off last request has no bill to compare."""
-        cut = self.compactions[0].request if self.compactions else self.requests
-        calls = self.until(cut)
+        calls = self.until(self._compared_until)
         mine = frame.loc[frame["request"].isin(calls["request"]), "cost_usd_cached"].sum(min_count=1)
         return float(mine), float(calls["cost_usd_cached"].sum(min_count=1)), len(calls)
 
     def missed(self) -> tuple[int, float]:
         """``(calls, USD)``: the cache misses (`misses`) among the calls `against` compares,
         and what they added to the recorded cost with caching."""
-        cut = self.compactions[0].request if self.compactions else self.requests
-        within = [m for m in self.misses if m.request < cut]
+        within = [m for m in self.misses if m.request < self._compared_until]
         return len(within), float(sum(m.extra_usd for m in within))
 
     def as_dict(self) -> dict[str, Any]:
@@ -259,10 +262,10 @@ def _misses(conversation: Conversation, requests: list[tuple[int, int, Any, int]
     """The recorded calls whose cache read fell with nothing recorded to explain it (`CacheMiss`)."""
     starts = {p.request for p in points}
     out = []
-    for prev, cur in zip(rows, rows[1:]):
-        i, t, step, model, tokens, read, write, output = cur[:8]
-        shared = min(prev[4], tokens)
-        if read >= _MISSED * shared or model != prev[3] or any(prev[0] < s <= i for s in starts):
+    for (before, t0, step0, model0, sent, *_), (i, t, step, model, tokens, read, write, output, _, billed) in zip(
+            rows, rows[1:]):
+        shared = min(sent, tokens)
+        if read >= _MISSED * shared or model != model0 or any(before < s <= i for s in starts):
             continue
         meta = conversation.turns[t].metadata
         if step in (meta.get("cache_resets") or ()):
@@ -271,15 +274,15 @@ def _misses(conversation: Conversation, requests: list[tuple[int, int, Any, int]
         cache = price.cache if price is not None else None
         if cache is not None and shared < cache.min_tokens:
             continue
-        times = (conversation.turns[prev[1]].metadata.get("request_times") or (), meta.get("request_times") or ())
-        at = [ts[s] if s < len(ts) else None for ts, s in zip(times, (prev[2], step))]
+        times = (conversation.turns[t0].metadata.get("request_times") or (), meta.get("request_times") or ())
+        at = [ts[s] if s < len(ts) else None for ts, s in zip(times, (step0, step))]
         if cache is not None and cache.ttl and None not in at and at[1] - at[0] > cache.ttl:
             continue  # a pause past the cache's lifetime: the replay prices it as a miss too
         extra = math.nan
         if price is not None:
             lost = shared - read
             held = price.billed(tokens, read + lost, max(0, write - lost), output)[1]
-            extra = cur[9] - held
+            extra = billed - held
         out.append(CacheMiss(request=i, read=read, shared=shared, extra_usd=extra))
     return tuple(out)
 
