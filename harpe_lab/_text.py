@@ -14,8 +14,8 @@ from typing import Sequence
 
 from .messages import AssistantMessage, Message, ToolResults, UserInput
 
-__all__ = ["CHARS_PER_TOKEN", "REDACTED", "message_chars", "message_parts", "message_text", "turn_groups", "truncate",
-           "unredacted"]
+__all__ = ["CHARS_PER_TOKEN", "REDACTED", "hidden_chars", "message_chars", "message_parts", "message_text",
+           "turn_groups", "truncate", "unredacted"]
 
 CHARS_PER_TOKEN = 4
 """Harpe's rule of thumb: a token is about 4 characters (24,000 chars ≈ 6k tokens)."""
@@ -41,30 +41,45 @@ def unredacted(text: str) -> tuple[str, list[int]]:
     return REDACTED.sub(drop, text), lengths
 
 
+def hidden_chars(text: str) -> int:
+    """How many more characters ``text`` stands for than it holds: for each sanitizer's marker
+    in it (`REDACTED`), the length of the text it replaced less the marker's own. Every
+    measure of a text's size adds it, so a sanitized recording weighs what it weighed (the
+    texts replaced are taken as plain ASCII: a character, a byte, a UTF-16 unit each)."""
+    if "[REDACTED_" not in text:  # found in C: most texts hold none
+        return 0
+    return sum(int(m.group(1)) - len(m.group(0)) for m in REDACTED.finditer(text))
+
+
 _CHARS: dict[int, tuple[Message, int]] = {}  # id(message) -> (message, its measure)
 _CHARS_SIZE = 1 << 17
 
 
 def message_chars(message: Message) -> int:
     """Harpe's character measure: user text; assistant text plus each call's input as
-    Python's default ``json.dumps`` writes it; the contents of all tool results."""
+    Python's default ``json.dumps`` writes it; the contents of all tool results (a
+    sanitizer's marker as the text it replaced: `hidden_chars`)."""
     # memoized in a side table by identity (the message held, so its id stays unique): a
     # windowed context measures the same messages at every request
     hit = _CHARS.get(id(message))
     if hit is not None and hit[0] is message:
         return hit[1]
     if isinstance(message, UserInput):
-        n = len(message.text)
+        n = _len(message.text)
     elif isinstance(message, AssistantMessage):
-        n = len(message.text) + sum(len(json.dumps(c.input)) for c in message.calls)
+        n = _len(message.text) + sum(_len(json.dumps(c.input)) for c in message.calls)
     elif isinstance(message, ToolResults):
-        n = sum(len(r.content) for r in message.results)
+        n = sum(_len(r.content) for r in message.results)
     else:
         raise TypeError(f"not a harpe_lab message: {message!r}")
     if len(_CHARS) >= _CHARS_SIZE:
         _CHARS.clear()
     _CHARS[id(message)] = (message, n)
     return n
+
+
+def _len(text: str) -> int:
+    return len(text) + hidden_chars(text)
 
 
 def turn_groups(messages: Sequence[Message]) -> list[list[Message]]:

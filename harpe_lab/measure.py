@@ -19,7 +19,7 @@ recording gives the same numbers everywhere:
   calls, their cost with and without caching, and the recorded compactions.
 * **Notes.** What the numbers rest on that a reader should know: a calibration's caveats,
   models priced as another, and a sanitized recording (its texts replaced by redaction
-  markers, which the counter prices as the texts they replaced; `harpe_lab.tokens`).
+  markers, each weighed as the text it replaced; `harpe_lab._text.hidden_chars`).
 
 `Measure.lines` is the header every surface prints, one fact per line.
 """
@@ -226,8 +226,8 @@ def measure(conversation: Conversation, *, counter: Any = DEFAULT_COUNTER, calib
     markers = _markers(conversation)
     if markers:
         notes.append(f"sanitized: {markers:,} redaction marker{'s' * (markers != 1)} ([REDACTED_… len=N …]) where "
-                     "texts were; each is priced as the N characters it replaced, but a strategy that measures text "
-                     "itself (by characters or bytes) reads the marker as it is written")
+                     "texts were; each weighs the N characters it replaced, in the counts and in every strategy's own "
+                     "measure of text")
     if isinstance(price, CallPricing) and price.unpriced:
         notes.append(f"warning: not in the price table, priced as {price.default.model}: {', '.join(price.unpriced)}")
     name = _name(used) if calibration is None else _name(base)

@@ -25,8 +25,8 @@ is kept). Every counter weighs a marker as the text it replaced, that many chara
 ``CHARS_PER_TOKEN`` (4) a token, rather than as the few tokens of the marker itself: so the
 requests of a sanitized session grow as the recorded ones did, and the calibration fits the
 rest (on the shared Codex rollouts, the median error of the fitted counter fell from 21–35%
-to 1–7%). A strategy's own estimate of a text's size (Cline's characters, Codex's bytes)
-reads the marker as it is written.
+to 1–7%). A strategy's own measure of a text (Harpe's and Cline's characters, Codex's bytes,
+Gemini's units) weighs it the same way (`harpe_lab._text.hidden_chars`).
 
 No counter ever touches the network: `TiktokenCounter` loads its BPE file from the copy
 litellm's wheel ships (or from ``TIKTOKEN_CACHE_DIR``), through tiktoken's own loader

@@ -57,6 +57,7 @@ from bisect import bisect_left
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence
 
+from .._text import hidden_chars
 from ..errors import StrategyError
 from ..messages import AssistantMessage, Message, Rendered, ToolResult, ToolResults, Usage, UserInput, deferred
 from ..protocol import Compaction, ContextCompacted, Distill, EventHub, Limit, MeteredDistill
@@ -119,8 +120,13 @@ COMPACTION_SYSTEM = (
 
 
 def estimate(text: str) -> int:
-    """OpenCode's ``Token.estimate``: characters / 4, rounded half up."""
-    return math.floor(len(text) / 4 + 0.5)
+    """OpenCode's ``Token.estimate``: characters / 4, rounded half up (a sanitizer's marker
+    as the text it replaced, `hidden_chars`)."""
+    return math.floor(_len(text) / 4 + 0.5)
+
+
+def _len(text: str) -> int:
+    return len(text) + hidden_chars(text)
 
 
 def _dumps(obj: object) -> str:
@@ -130,12 +136,12 @@ def _dumps(obj: object) -> str:
 def _json_chars(message: Message, names: dict[str, str]) -> int:
     """Characters of ``message`` as a model message in ``JSON.stringify``."""
     if isinstance(message, UserInput):
-        return len(_dumps({"role": "user", "content": [{"type": "text", "text": message.text}]}))
+        return _len(_dumps({"role": "user", "content": [{"type": "text", "text": message.text}]}))
     if isinstance(message, AssistantMessage):
         content: list[dict] = [{"type": "text", "text": message.text}] if message.text else []
         content += [{"type": "tool-call", "toolCallId": c.id, "toolName": c.name, "input": c.input} for c in message.calls]
-        return len(_dumps({"role": "assistant", "content": content}))
-    return len(_dumps({"role": "tool", "content": [
+        return _len(_dumps({"role": "assistant", "content": content}))
+    return _len(_dumps({"role": "tool", "content": [
         {"type": "tool-result", "toolCallId": r.id, "toolName": names.get(r.id, ""),
          "output": {"type": "text", "value": r.content}} for r in message.results]}))
 

@@ -222,7 +222,7 @@ class TestRecorded:
         marked = dataclasses.replace(conv, turns=tuple(dataclasses.replace(t, input=UserInput(
             "[REDACTED_TEXT len=3021 sha=dc9e82a0] and [REDACTED_TEXT len=12 sha=0011aabb]")) for t in conv.turns))
         (note,) = [n for n in measure(marked).lines() if n.startswith("sanitized")]
-        assert note.startswith("sanitized: 2 redaction markers ") and "priced as the N characters" in note
+        assert note.startswith("sanitized: 2 redaction markers ") and "weighs the N characters it replaced" in note
 
 
 class TestCacheMisses:

@@ -8,6 +8,7 @@ import json
 import re
 from typing import Any, Iterable, Mapping, Sequence
 
+from ..._text import hidden_chars
 from ...messages import AssistantMessage, Attachment, Message, ToolResults, UserInput
 
 __all__ = ["DEFAULT_MAX_INPUT", "TRIGGER_RATIO", "TARGET_RATIO", "LONG_CONVERSATION_TARGET_RATIO", "PRESERVE_RECENT_TOKENS", "PRESERVED_ASSISTANT_TEXTS", "SUMMARY_SYSTEM", "LEGACY_TRUNCATION_NOTICE", "DUPLICATE_FILE_READ_NOTICE", "estimate_message"]
@@ -59,10 +60,11 @@ _SUMMARY = 2  # the agentic summary message (not a typed prompt)
 
 
 def _js_len(text: str) -> int:
-    """JavaScript's ``length``: UTF-16 code units."""
+    """JavaScript's ``length``: UTF-16 code units (of the texts a sanitizer's markers replaced
+    too, `hidden_chars`: every JSON length here is taken through this)."""
     if text.isascii():
-        return len(text)
-    return len(text.encode("utf-16-le", "surrogatepass")) // 2
+        return len(text) + hidden_chars(text)
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2 + hidden_chars(text)
 
 
 def _json(value: Any) -> str:

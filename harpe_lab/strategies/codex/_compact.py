@@ -71,6 +71,7 @@ from dataclasses import dataclass
 from itertools import accumulate, islice
 from typing import Callable, Literal, Sequence
 
+from ..._text import hidden_chars
 from ...errors import StrategyError
 from ...messages import AssistantMessage, Message, Rendered, ToolResults, Usage, UserInput
 from ...protocol import Compaction, ContextCompacted, Distill, EventHub, Limit, MeteredDistill
@@ -176,7 +177,8 @@ _MESSAGE = len('{"type":"message","role":"user","content":[{"type":"input_text",
 
 
 def _json_bytes(text: str) -> int:
-    return len(_ESCAPED(text).encode("utf-8"))
+    # a sanitizer's marker weighs the text it replaced (`hidden_chars`); it holds nothing JSON escapes
+    return len(_ESCAPED(text).encode("utf-8")) + hidden_chars(text)
 
 
 def _estimate(message: UserInput | ToolResults) -> int:

@@ -22,6 +22,7 @@ import math
 from dataclasses import dataclass
 from typing import Sequence
 
+from ..._text import hidden_chars
 from ...messages import Message, ToolResult, ToolResults
 from ..editing import EditContext, Edits
 from .._validate import check_int
@@ -42,8 +43,9 @@ _BYTES_PER_TOKEN = 4  # APPROX_BYTES_PER_TOKEN
 
 
 def approx_tokens(text: str) -> int:
-    """Codex's ``approx_token_count``: UTF-8 bytes / 4, rounded up."""
-    return -(-len(text.encode("utf-8")) // _BYTES_PER_TOKEN)
+    """Codex's ``approx_token_count``: UTF-8 bytes / 4, rounded up (a sanitizer's marker as
+    the text it replaced, `hidden_chars`)."""
+    return -(-(len(text.encode("utf-8")) + hidden_chars(text)) // _BYTES_PER_TOKEN)
 
 
 def truncate_middle(text: str, max_tokens: int) -> str:

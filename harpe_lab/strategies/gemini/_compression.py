@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from itertools import islice
 from typing import Callable, Literal, Sequence
 
+from ..._text import hidden_chars
 from ...errors import StrategyError
 from ...messages import AssistantMessage, Message, Rendered, ToolResult, ToolResults, Usage, UserInput, deferred
 from ...protocol import Compaction, ContextCompacted, Distill, EventHub, Limit, MeteredDistill
@@ -275,7 +276,7 @@ class ChatCompressionContext(TurnLifecycle, Summarizes):
                 r = m.results[j]
                 content = r.content
                 # estimate_tokens of an ASCII text (most outputs), inlined: every output, every compression
-                tokens = len(content) // 4 if content.isascii() else estimate_tokens(content)
+                tokens = (len(content) + hidden_chars(content)) // 4 if content.isascii() else estimate_tokens(content)
                 if used + tokens <= budget:
                     used += tokens
                     continue

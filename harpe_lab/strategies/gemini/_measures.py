@@ -1,7 +1,8 @@
 """Gemini's measures of its history: ``JSON.stringify`` lengths (UTF-16 units) and
 ``estimateTokenCountSync`` estimates of the ``Content`` each harpe_lab message maps to. Only
 *where* Gemini cuts depends on them (the replay prices what is sent with its own counter), so
-they follow Gemini's formulas exactly, and fast: every message is measured at every check."""
+they follow Gemini's formulas exactly, and fast: every message is measured at every check. A
+sanitizer's marker is measured as the plain text it replaced (`harpe_lab._text.hidden_chars`)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from json.encoder import encode_basestring  # type: ignore[attr-defined]
 from functools import lru_cache
 from typing import Iterable
 
+from ..._text import hidden_chars
 from ...messages import AssistantMessage, Message, UserInput
 
 _FULL_HEURISTIC_CHARS = 100_000  # MAX_CHARS_FOR_FULL_HEURISTIC
@@ -25,10 +27,11 @@ def _utf16(text: str) -> int:
 def _text_estimate(text: str) -> float:
     # estimateTextTokens: 4 ASCII characters a token, 1.5 tokens per other UTF-16 unit, and
     # plain units / 4 above 100,000 units (where Gemini skips the per-character loop)
-    units = _utf16(text)
+    hidden = hidden_chars(text)  # a sanitizer's marker: the plain text it replaced
+    units = _utf16(text) + hidden
     if units > _FULL_HEURISTIC_CHARS or text.isascii():
         return units / 4
-    ascii_chars = len(text.encode("ascii", "ignore"))
+    ascii_chars = len(text.encode("ascii", "ignore")) + hidden
     return ascii_chars / 4 + (units - ascii_chars) * 1.5
 
 
@@ -74,8 +77,8 @@ def _units(text: str) -> int:
         # what escaping adds, counted on the bytes without building the escaped string
         # (about twice as fast): 1 for a short escape, 5 for a \u00XX one
         special = text.encode("ascii").translate(None, _PLAIN_BYTES)
-        return len(text) + 2 + len(special) + 4 * len(special.translate(None, _SHORT_ESCAPES))
-    return _utf16(text) + len(_quoted(text)) - len(text)
+        return len(text) + 2 + len(special) + 4 * len(special.translate(None, _SHORT_ESCAPES)) + hidden_chars(text)
+    return _utf16(text) + len(_quoted(text)) - len(text) + hidden_chars(text)
 
 
 @lru_cache(maxsize=1024)
@@ -87,13 +90,14 @@ def _name_units(name: str) -> tuple[int, int]:
 def _text_measure(text: str) -> tuple[int, float]:
     """``(_units(text), _text_estimate(text))``: a message's text is measured both ways, its
     escapes (the costly part) counted once."""
+    hidden = hidden_chars(text)  # a sanitizer's marker: the plain text it replaced
     if text.isascii():
-        return _units(text), len(text) / 4
+        return _units(text), (len(text) + hidden) / 4
     escapes = len(_quoted(text)) - len(text)
-    units = len(text.encode("utf-16-le", "surrogatepass")) // 2
+    units = len(text.encode("utf-16-le", "surrogatepass")) // 2 + hidden
     if units > _FULL_HEURISTIC_CHARS:
         return units + escapes, units / 4
-    ascii_chars = len(text.encode("ascii", "ignore"))
+    ascii_chars = len(text.encode("ascii", "ignore")) + hidden
     return units + escapes, ascii_chars / 4 + (units - ascii_chars) * 1.5
 
 
@@ -112,7 +116,8 @@ def _measure(message: Message, names: dict[str, str]) -> tuple[int, float]:
             parts += 1
             estimate += text_estimate
         for c in message.calls:
-            call = 34 + _name_units(c.name)[0] + _utf16(_dumps(c.input))  # {"functionCall":{"name":…,"args":…}}
+            args = _dumps(c.input)
+            call = 34 + _name_units(c.name)[0] + _utf16(args) + hidden_chars(args)  # {"functionCall":{"name":…,"args":…}}
             size += call
             parts += 1
             estimate += call / 4
