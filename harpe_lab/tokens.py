@@ -46,7 +46,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable, ClassVar, Iterable, Mapping, Protocol, Sequence, runtime_checkable
 
-from ._text import CHARS_PER_TOKEN, unredacted
+from ._text import CHARS_PER_TOKEN, hidden_chars, unredacted
 from .errors import HarpeLabError
 from .messages import AssistantMessage, Message, Rendered, ToolResults, UserInput
 
@@ -256,8 +256,7 @@ class ApproxCounter(_Counter):
         super().__init__()
 
     def _encode_len(self, text: str) -> int:
-        text, removed = unredacted(text)
-        return math.ceil((len(text) + sum(removed)) / self.chars_per_token)
+        return math.ceil((len(text) + hidden_chars(text)) / self.chars_per_token)
 
 
 class BytesCounter(_Counter):
@@ -266,8 +265,7 @@ class BytesCounter(_Counter):
     name = "bytes/4"
 
     def _encode_len(self, text: str) -> int:
-        text, removed = unredacted(text)
-        return (len(text.encode("utf-8")) + sum(removed) + 3) // 4
+        return (len(text.encode("utf-8")) + hidden_chars(text) + 3) // 4
 
 
 # --- tiktoken, offline --------------------------------------------------------------------

@@ -6,7 +6,7 @@ from __future__ import annotations
 from itertools import compress
 from typing import Sequence
 
-from ...messages import AssistantMessage, Message, ToolResults, UserInput
+from ...messages import AssistantMessage, Message, UserInput
 from ._measures import (
     PRESERVED_ASSISTANT_TEXTS,
     _MEMO_MAX,
@@ -274,12 +274,6 @@ def _fixed(message: UserInput) -> bool:
     return not message.attachments and _sanitize_typed(message) is message and _text_only(message.text) == message.text
 
 
-def _image(message: Message) -> bool:
-    if isinstance(message, ToolResults):
-        return any(a.mime.startswith("image/") for r in message.results for a in r.attachments)
-    return isinstance(message, UserInput) and any(a.mime.startswith("image/") for a in message.attachments)
-
-
 def settled_until(messages: Sequence[Message], marks: Sequence[int], start: int = 0) -> int:
     """How much of a basic compaction's output the next one carries as it is: the place of
     its latest typed prompt, or of the last before something that compaction would change
@@ -301,6 +295,6 @@ def settled_until(messages: Sequence[Message], marks: Sequence[int], start: int 
             good = k
             if k == latest or not _fixed(m):
                 break
-        elif _image(m):  # kept only in a live tail; the next compaction drops it
+        elif _any_image((m,)):  # kept only in a live tail; the next compaction drops it
             break
     return good
