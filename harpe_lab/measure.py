@@ -18,8 +18,9 @@ recording gives the same numbers everywhere:
 * **What happened.** `Measure.recorded` is `harpe_lab.recorded.recorded`: the recorded
   calls, their cost with and without caching, and the recorded compactions.
 * **Notes.** What the numbers rest on that a reader should know: a calibration's caveats,
-  models priced as another, and a sanitized recording (its texts replaced by redaction
-  markers, each weighed as the text it replaced; `harpe_lab._text.hidden_chars`).
+  models priced as another, a recording that wrote cache entries of both lifetimes (priced
+  with one), and a sanitized recording (its texts replaced by redaction markers, each
+  weighed as the text it replaced; `harpe_lab._text.hidden_chars`).
 
 `Measure.lines` is the header every surface prints, one fact per line.
 """
@@ -228,6 +229,13 @@ def measure(conversation: Conversation, *, counter: Any = DEFAULT_COUNTER, calib
         notes.append(f"sanitized: {markers:,} redaction marker{'s' * (markers != 1)} ([REDACTED_… len=N …]) where "
                      "texts were; each weighs the N characters it replaced, in the counts and in every strategy's own "
                      "measure of text")
+    mixed = conversation.metadata.get("cache_ttl_replies")
+    if mixed:
+        ttl = "1-hour" if conversation.metadata.get("cache_ttl") == 3600 else "5-minute"
+        five, hour = mixed.get("300", 0), mixed.get("3600", 0)
+        notes.append(f"cache TTL: the recording wrote 5-minute cache entries at {five:,} repl{'y' if five == 1 else 'ies'} "
+                     f"and 1-hour ones at {hour:,}; every call, replayed and recorded, is priced with the "
+                     f"{ttl} one, so a call after a pause of 5 to 60 minutes may be priced as the other kind of entry")
     if isinstance(price, CallPricing) and price.unpriced:
         notes.append(f"warning: not in the price table, priced as {price.default.model}: {', '.join(price.unpriced)}")
     name = _name(used) if calibration is None else _name(base)

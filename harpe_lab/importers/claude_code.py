@@ -40,7 +40,10 @@ Anthropic API ``message``, plus bookkeeping (``progress``, ``system``, ``queue-o
   record written before the reply's first record (the user input or tool result it
   answers), ``None`` when there is none. The conversation's ``metadata["cache_ttl"]`` is
   the TTL, in seconds, of the cache entries the session wrote (300 or 3600: Claude Code
-  reports ``ephemeral_5m_input_tokens`` / ``ephemeral_1h_input_tokens``), when reported.
+  reports ``ephemeral_5m_input_tokens`` / ``ephemeral_1h_input_tokens``), when reported: of
+  a session that wrote both, the one most replies wrote, and ``metadata["cache_ttl_replies"]``
+  counts the replies that wrote each (``{"300": n, "3600": m}``), as every call is priced
+  with the one TTL.
 * **Cache resets.** When a background task's ``<task-notification>`` comes in as a prompt of
   its own (a user record, after the turn ended or the user interrupted; one that arrives
   mid-turn is queued and never written as a user record), the next request read only the
@@ -146,6 +149,7 @@ class _Round:
     thinking: list[str] = field(default_factory=list)
     sent: float | None = None
     reset: bool = False  # its request went out with the cached messages invalidated
+    ttls: tuple[bool, bool] = (False, False)  # it wrote 5-minute / 1-hour cache entries
 
 
 class _Reader:
@@ -179,6 +183,8 @@ class _Reader:
         times.append(r.sent)
         if r.reset:
             turn.metadata.setdefault("cache_resets", []).append(len(times) - 1)
+        self.ttl_writes[300] += r.ttls[0]
+        self.ttl_writes[3600] += r.ttls[1]
         if r.results:
             self.builder.results(ToolResults(tuple(r.results)), r.results_id)
         if r.thinking:
@@ -210,8 +216,7 @@ class _Reader:
             r.usage = _usage(msg.get("usage"), model)
             split = msg["usage"].get("cache_creation") if isinstance(msg["usage"], Mapping) else None
             if isinstance(split, Mapping):
-                self.ttl_writes[300] += bool(split.get("ephemeral_5m_input_tokens"))
-                self.ttl_writes[3600] += bool(split.get("ephemeral_1h_input_tokens"))
+                r.ttls = (bool(split.get("ephemeral_5m_input_tokens")), bool(split.get("ephemeral_1h_input_tokens")))
         content = msg.get("content")
         if isinstance(content, str):
             r.texts.append(content)
@@ -381,6 +386,8 @@ class _Reader:
             meta["compaction_boundaries"] = self.boundaries
         if any(self.ttl_writes.values()):
             meta["cache_ttl"] = max(self.ttl_writes, key=self.ttl_writes.__getitem__)
+        if all(self.ttl_writes.values()):  # both kinds: every call is priced with the first
+            meta["cache_ttl_replies"] = {str(ttl): n for ttl, n in self.ttl_writes.items()}
         subagents = []
         for p in claude_code_subagents(src.path):
             agent_id = p.stem[len("agent-"):]

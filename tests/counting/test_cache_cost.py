@@ -163,10 +163,13 @@ class TestPricing:
 
 
 class TestClaudeCodeTimes:
-    def _write(self, path: Path, ttl_key: str) -> Path:
+    def _write(self, path: Path, ttl_key: str, second: str | None = None) -> Path:
+        """Two replies, writing cache entries under ``ttl_key`` (the second under ``second``
+        when given)."""
         base = {"isSidechain": False, "sessionId": "s", "cwd": "/w", "version": "2"}
         usage = {"input_tokens": 3, "cache_creation_input_tokens": 50, "cache_read_input_tokens": 2000,
                  "output_tokens": 4, "cache_creation": {ttl_key: 50}}
+        later = {**usage, "cache_creation": {second or ttl_key: 50}}
         records = [
             {**base, "type": "user", "uuid": "u1", "timestamp": "2026-01-01T10:00:00.000Z",
              "message": {"role": "user", "content": "hi"}},
@@ -176,7 +179,7 @@ class TestClaudeCodeTimes:
             {**base, "type": "user", "uuid": "r1", "timestamp": "2026-01-01T10:07:00.000Z",
              "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}]}},
             {**base, "type": "assistant", "uuid": "a2", "timestamp": "2026-01-01T10:07:05.000Z",
-             "message": {"id": "m2", "model": "claude-opus-4-6", "role": "assistant", "usage": usage,
+             "message": {"id": "m2", "model": "claude-opus-4-6", "role": "assistant", "usage": later,
                          "content": [{"type": "text", "text": "done"}]}},
         ]  # fmt: skip
         path.write_text("\n".join(json.dumps(r) for r in records) + "\n", encoding="utf-8")
@@ -204,6 +207,21 @@ class TestClaudeCodeTimes:
                    pricing="anthropic/claude-opus-4-6").requests  # the name takes the recorded TTL
         assert f["cache_read_tokens"][1] == 0  # 1-request prefixes are below Opus's minimum
         assert Pricing.for_model("anthropic/claude-opus-4-6", cache_ttl=hour.metadata["cache_ttl"]).cache.ttl == 3600
+
+    def test_a_session_that_wrote_both_lifetimes_says_so(self, tmp_path):
+        """Every call is priced with one TTL: a session whose replies wrote 5-minute and
+        1-hour entries (a pause of 5 to 60 minutes then prices as the wrong one) says so."""
+        from harpe_lab.measure import measure
+
+        one = load_claude_code(self._write(tmp_path / "one.jsonl", "ephemeral_1h_input_tokens"))
+        assert "cache_ttl_replies" not in one.metadata
+        assert not any(n.startswith("cache TTL") for n in measure(one).notes)
+        both = load_claude_code(self._write(tmp_path / "both.jsonl", "ephemeral_5m_input_tokens",
+                                            "ephemeral_1h_input_tokens"))
+        assert both.metadata["cache_ttl_replies"] == {"300": 1, "3600": 1}
+        (note,) = [n for n in measure(both).notes if n.startswith("cache TTL")]
+        assert note.startswith("cache TTL: the recording wrote 5-minute cache entries at 1 reply and 1-hour "
+                               "ones at 1; every call, replayed and recorded, is priced with the 5-minute one")
 
     def test_the_bundled_fixture_has_one_time_per_reply(self):
         conv = load_claude_code(DATA / "importers" / "claude_code" / "sess-0001.jsonl")
