@@ -140,13 +140,17 @@ class TurnContext(TurnLifecycle):
         return self._send(Rendered(self._base_system, tuple(self._transcript)), False)
 
 
+def _lead(summary: str) -> str:
+    """What `distill_request` writes before the excerpt (a request whose excerpt is written
+    once for several summaries is this plus the rest of one of them)."""
+    if summary:
+        return "Current summary:\n\n" + summary + "\n\nNew conversation excerpt to fold into it:\n\n"
+    return "Conversation excerpt to summarize:\n\n"
+
+
 def distill_request(dropped: Sequence[Message], summary: str) -> str:
     """Harpe's distill request text for folding ``dropped`` into ``summary``."""
-    if summary:
-        lead = "Current summary:\n\n" + summary + "\n\nNew conversation excerpt to fold into it:\n\n"
-    else:
-        lead = "Conversation excerpt to summarize:\n\n"
-    parts = [lead]
+    parts = [_lead(summary)]
     for m in dropped:
         if isinstance(m, UserInput):
             parts.append("User: " + m.text + "\n")

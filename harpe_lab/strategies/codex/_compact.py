@@ -76,7 +76,7 @@ from ...errors import StrategyError
 from ...messages import AssistantMessage, Message, Rendered, ToolResults, Usage, UserInput
 from ...protocol import Compaction, ContextCompacted, Distill, EventHub, Limit, MeteredDistill
 from .._lifecycle import Summarizes, TurnLifecycle
-from ..harpe import distill_request
+from ..harpe import _lead, distill_request
 from .._validate import check_int
 
 # `approx_tokens` is bound in this module's namespace on purpose: the compaction below looks
@@ -196,11 +196,7 @@ def _estimate(message: UserInput | ToolResults) -> int:
 # `distill_request` is its lead, one piece of text per message, and this tail: the pieces are
 # cut out of it (not written again here) so the request stays Harpe's to the character
 _TAIL = "\nReply with the updated summary."
-_LEAD = distill_request((), "")[: -len(_TAIL)]
-
-
-def _lead(summary: str) -> str:
-    return distill_request((), summary)[: -len(_TAIL)]
+_LEAD = _lead("")
 
 
 def _part(message: Message) -> str:

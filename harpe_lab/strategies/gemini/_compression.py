@@ -15,7 +15,7 @@ from ...messages import AssistantMessage, Message, Rendered, ToolResult, ToolRes
 from ...protocol import Compaction, ContextCompacted, Distill, EventHub, Limit, MeteredDistill
 from .._lifecycle import Summarizes, TurnLifecycle
 from .._validate import check_int
-from ..harpe import distill_request
+from ..harpe import _lead, distill_request
 from ._measures import _measure, _tool_names, estimate_tokens
 from ._shared import OUTPUT_DIR, _check_context, _check_fraction, _drain_edits, _fraction_of, _history_end, _safe
 
@@ -282,6 +282,10 @@ class ChatCompressionContext(TurnLifecycle, Summarizes):
                     continue
                 # over the budget: Gemini saves every such output (the file's number advances)
                 # and keeps its text when it is short enough; either way its tokens count
+                if len(content) <= c.truncate_chars:  # kept as it is: no path to write
+                    self._saved += 1
+                    used += tokens
+                    continue
                 cut = truncated_output(content, self._path(names.get(r.id, "")), c.truncate_chars)
                 used += estimate_tokens(cut)
                 if cut != content:
@@ -341,14 +345,16 @@ class ChatCompressionContext(TurnLifecycle, Summarizes):
                                  and isinstance(source[k + 1], AssistantMessage) and source[k + 1].text == ACKNOWLEDGEMENT}
         excerpt = [m for k, m in enumerate(source) if k not in skip]
         anchor = _ANCHOR_PREVIOUS if snapshots else _ANCHOR_NEW
-        first = self._distill(Rendered(f"{COMPRESSION_SYSTEM}\n\n{anchor}", (UserInput(distill_request(excerpt, prior)),)))
+        # both requests write the same excerpt (the whole history): written once, each led by its summary
+        body = distill_request(excerpt, "")[len(_lead("")):]
+        first = self._distill(Rendered(f"{COMPRESSION_SYSTEM}\n\n{anchor}", (UserInput(_lead(prior) + body),)))
         if first is None:
             return False  # "not this time": Gemini would have failed the call; nothing changes
         if not isinstance(first, str):
             raise StrategyError(f"distill must return a str or None, got {type(first).__name__}")
         # the probe: the same history and the first answer, with Gemini's "what did you omit?"
         probe = self._distill(Rendered(f"{COMPRESSION_SYSTEM}\n\n{PROBE_PROMPT}",
-                                       (UserInput(distill_request(excerpt, first)),)))
+                                       (UserInput(_lead(first) + body),)))
         if probe is not None and not isinstance(probe, str):
             raise StrategyError(f"distill must return a str or None, got {type(probe).__name__}")
         final = (probe or "").strip() or first.strip()

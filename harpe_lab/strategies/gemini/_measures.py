@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import math
-from json.encoder import encode_basestring  # type: ignore[attr-defined]
+from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 from functools import lru_cache
 from typing import Iterable
 
@@ -42,12 +42,16 @@ def estimate_tokens(text: str) -> int:
 
 
 _COMPACT_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
-# what json.dumps(obj, ensure_ascii=False, separators=(",", ":")) builds at every call, built once
+# what json.dumps(obj, ensure_ascii=False, separators=(",", ":")) builds at every call, built
+# once; and its C encoder too, which `encode` makes again at every call (a call's arguments are
+# parsed JSON, never circular: no markers)
+_C_ENCODE = c_make_encoder and c_make_encoder(None, _COMPACT_JSON.default, encode_basestring, None, ":", ",",
+                                               False, False, True)
 
 
 def _dumps(obj: object) -> str:
     # JSON.stringify: compact, non-ASCII left as it is
-    return _COMPACT_JSON.encode(obj)
+    return "".join(_C_ENCODE(obj, 0)) if _C_ENCODE else _COMPACT_JSON.encode(obj)
 
 
 def _quoted(text: str) -> str:
@@ -74,11 +78,18 @@ _SHORT_ESCAPES = b'"\\\b\f\n\r\t'
 def _units(text: str) -> int:
     """UTF-16 units of ``text`` as a JSON string (quotes and escapes, all ASCII, included)."""
     if text.isascii():
-        # what escaping adds, counted on the bytes without building the escaped string
-        # (about twice as fast): 1 for a short escape, 5 for a \u00XX one
-        special = text.encode("ascii").translate(None, _PLAIN_BYTES)
-        return len(text) + 2 + len(special) + 4 * len(special.translate(None, _SHORT_ESCAPES)) + hidden_chars(text)
+        return _ascii_units(text) + hidden_chars(text)
     return _utf16(text) + len(_quoted(text)) - len(text) + hidden_chars(text)
+
+
+def _ascii_units(text: str) -> int:
+    """`_units` of an ASCII ``text`` without its markers' hidden characters: what escaping
+    adds, counted on the bytes without building the escaped string (about twice as fast),
+    1 for a short escape, 5 for a \\u00XX one."""
+    special = text.encode("ascii").translate(None, _PLAIN_BYTES)
+    if not special:
+        return len(text) + 2
+    return len(text) + 2 + len(special) + 4 * len(special.translate(None, _SHORT_ESCAPES))
 
 
 @lru_cache(maxsize=1024)
@@ -92,7 +103,7 @@ def _text_measure(text: str) -> tuple[int, float]:
     escapes (the costly part) counted once."""
     hidden = hidden_chars(text)  # a sanitizer's marker: the plain text it replaced
     if text.isascii():
-        return _units(text), (len(text) + hidden) / 4
+        return _ascii_units(text) + hidden, (len(text) + hidden) / 4
     escapes = len(_quoted(text)) - len(text)
     units = len(text.encode("utf-16-le", "surrogatepass")) // 2 + hidden
     if units > _FULL_HEURISTIC_CHARS:

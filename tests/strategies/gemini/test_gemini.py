@@ -193,6 +193,13 @@ class TestGeminiCompress:
         assert cut[4].results[0].content == gemini.truncated_output(old, f"{gemini.OUTPUT_DIR}/bash_1.txt")
         assert cut[2].results[0].content == gemini.truncated_output(old, f"{gemini.OUTPUT_DIR}/bash_2.txt")
         assert cut[:2] == history[:2] and cut[1] is history[1]
+        # an output past the budget but short enough is saved too, and kept as it is: it takes a number
+        ctx = _compressor(1_000_000, Distiller("s"))
+        history[6] = results(("c3", "o" * 190_000))  # 47,500 tokens: within the budget
+        history[4] = results(("c2", "s" * 30_000))  # 7,500 more: past it, but not over 40,000 characters
+        cut = ctx._truncate(history, {f"c{k}": "bash" for k in (1, 2, 3)})
+        assert cut[4] is history[4] and cut[6] is history[6]
+        assert cut[2].results[0].content == gemini.truncated_output(old, f"{gemini.OUTPUT_DIR}/bash_2.txt")
 
     def test_a_previous_snapshot_is_integrated(self):
         distill = Distiller("one", "", "two", "")
