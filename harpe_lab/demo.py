@@ -103,7 +103,10 @@ def demo_replays(conversation: Any, *, counter: Any, fractions: Sequence[float] 
     from .errors import HarpeLabError
     from .replay import replay
 
+    from .recorded import declared_window
+
     presets = [get_preset(name) for name in strategies]
+    window = declared_window(conversation)  # a window knob takes it, as compare and the widgets set it
     history = get_preset("full")
     full = replay(conversation, history.build(system=conversation.system, counter=counter),
                   counter=counter, name=history.name, pricing=pricing)  # fmt: skip
@@ -119,7 +122,7 @@ def demo_replays(conversation: Any, *, counter: Any, fractions: Sequence[float] 
                 if preset is history:
                     run.replays[label] = full  # the same replay: built alike, run once
                     continue
-                factory = preset.build(counter=counter, system=conversation.system, **knobs)
+                factory = preset.build(counter=counter, system=conversation.system, **preset.at_window(knobs, window))
                 run.replays[label] = replay(conversation, factory, counter=counter, name=label, pricing=pricing)
             except HarpeLabError as exc:  # a budget it cannot keep, a budget with no room for messages, ...
                 run.refused.append((label, f"{type(exc).__name__}: {exc}"))

@@ -28,8 +28,6 @@ from .errors import HarpeLabError, StrategyError
 __all__ = ["compare_sessions", "totals_by_strategy", "tune", "Tuning", "agent_setting", "STUDY_COLUMNS",
            "load_sessions"]
 
-WINDOW_KNOBS = ("context_window", "window")
-
 STUDY_COLUMNS: dict[str, str] = {
     "session": "The session's conversation id.",
     "strategy": "The preset replayed.",
@@ -100,12 +98,7 @@ class _Preset:
         from .recorded import declared_window
 
         preset = get_preset(self.name)
-        knobs = dict(self.knobs)
-        names = {k.name for k in preset.knobs}
-        window = self.window or declared_window(conversation)
-        for knob in WINDOW_KNOBS:
-            if knob in names and knob not in knobs and window:
-                knobs[knob] = window
+        knobs = preset.at_window(dict(self.knobs), self.window or declared_window(conversation))
         budget = knobs.pop("budget", budget)
         return make_strategy(self.name, budget=budget, counter=counter, system=conversation.system,
                              distill=self.distill, **knobs)()

@@ -138,6 +138,9 @@ def _add_replay(sub: Any, common: argparse.ArgumentParser) -> None:
                    help="the strategy's limit in tokens (default: the strategy's own; see --list)")
     p.add_argument("--set", action="append", default=[], metavar="KNOB=VALUE", dest="knobs",
                    help="set another knob of the strategy, e.g. --set n=50 (repeatable; see --list)")
+    p.add_argument("--window", type=positive_int, default=None, metavar="N",
+                   help="the context window, for a strategy that takes one (default: the window the recording "
+                        "declares, else the strategy's own)")
     p.add_argument("--index", default=None, metavar="ID|N",
                    help="which conversation of a file that holds several (LoCoMo, tau-bench, ...): its id or "
                         "its position (default: the first)")

@@ -173,6 +173,24 @@ def _knob_values(args: argparse.Namespace, preset: Any) -> dict[str, int]:
     return knobs
 
 
+def _window(args: argparse.Namespace, preset: Any, knobs: dict[str, int], conversation: Any) -> tuple[int | None, str]:
+    """The window the strategy's window knob is set to and where it comes from (``None``:
+    the knob's own default, or a strategy without one), as compare and the widgets set it."""
+    k = preset.window_knob
+    if k is None:
+        return None, ""
+    if k.name in knobs:
+        return knobs[k.name], f"given with --set {k.name}="
+    if args.window is not None:
+        return args.window, "given with --window"
+    from ..recorded import declared_window
+
+    declared = declared_window(conversation)
+    if declared:
+        return declared, "the window the recording declares; --window N to change it"
+    return None, f"the strategy's default, {k.default:,}: the recording declares no window; --window N to set it"
+
+
 def _factory(args: argparse.Namespace, knobs: dict[str, int], conversation: Any, counter: Any) -> Any:
     from ..presets import make_strategy
 
@@ -269,11 +287,18 @@ def cli_replay(args: argparse.Namespace) -> int:
         raise UsageError(f"--budget does not apply to the {args.strategy!r} strategy (it has no budget); "
                          "drop --budget or choose a strategy with one (`harpe-lab replay --list`)")
     knobs = _knob_values(args, preset)
+    window_knob = preset.window_knob
+    if args.window is not None and (window_knob is None or window_knob.name in knobs):
+        raise UsageError(f"--window does not apply to the {args.strategy!r} strategy (it takes no context window); "
+                         "drop --window" if window_knob is None else
+                         f"--window and --set {window_knob.name}= both set the window; give one of them")
     budget = args.budget
     if knob is not None and budget is None:
         budget = knobs.get(knob.name, knob.default)
     conversation = _load(args.path, args.index)
     m = _measure(args, conversation)
+    window = _window(args, preset, knobs, conversation)
+    knobs = preset.at_window(knobs, window[0])
     factory = _factory(args, knobs, conversation, m.counter)
     result = _replay(args, factory, conversation, m.counter, m.pricing, budget)
 
@@ -298,13 +323,13 @@ def cli_replay(args: argparse.Namespace) -> int:
         frame[[c for c, _, _ in columns]].to_csv(sys.stdout, index=False)
         return 0
     if args.format == "json":
-        doc = _json_doc(args, conversation, budget, m, result, columns, tally)
+        doc = _json_doc(args, conversation, budget, window, m, result, columns, tally)
         doc["totals"] = {k: _clean(totals[k]) for k, _, _ in totals_spec if k in totals}
         doc["requests"] = [{c: _clean(v) for c, v in zip([c for c, _, _ in columns], row)}
                            for row in frame[[c for c, _, _ in columns]].itertuples(index=False)]  # fmt: skip
         print(json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False))
         return 0
-    _print_table(args, conversation, knob, budget, m, result, columns, tally)
+    _print_table(args, conversation, knob, budget, window, m, result, columns, tally)
     label = max(len(lbl) for _, lbl, _ in totals_spec)
     for key, lbl, fmt in totals_spec:
         if key in totals:
@@ -329,8 +354,8 @@ def _cost_against(frame: Any, m: Any) -> dict[str, Any] | None:
             "cache_misses": missed, "cache_misses_usd": None if math.isnan(extra) else round(extra, 6)}
 
 
-def _json_doc(args: argparse.Namespace, conversation: Any, budget: int | None, m: Any, result: Any, columns: list,
-              tally: Any) -> dict[str, Any]:  # fmt: skip
+def _json_doc(args: argparse.Namespace, conversation: Any, budget: int | None, window: tuple[int | None, str], m: Any,
+              result: Any, columns: list, tally: Any) -> dict[str, Any]:  # fmt: skip
     """``--format json``'s document up to its totals and requests (the caller adds them
     last, where scripts expect them)."""
     frame = result.requests
@@ -341,6 +366,7 @@ def _json_doc(args: argparse.Namespace, conversation: Any, budget: int | None, m
         "conversation": conversation.id,
         "strategy": args.strategy,
         "budget": budget,
+        "window": window[0],
         **m.as_dict(),
         "replayed_compactions": [int(i) for i in frame.loc[frame["compacted"], "request"]],
         "cost_against_recorded": _cost_against(frame, m),
@@ -349,13 +375,15 @@ def _json_doc(args: argparse.Namespace, conversation: Any, budget: int | None, m
     }
 
 
-def _print_table(args: argparse.Namespace, conversation: Any, knob: Any, budget: int | None, m: Any, result: Any,
-                 columns: list, tally: Any) -> None:  # fmt: skip
+def _print_table(args: argparse.Namespace, conversation: Any, knob: Any, budget: int | None,
+                 window: tuple[int | None, str], m: Any, result: Any, columns: list, tally: Any) -> None:  # fmt: skip
     """The table for people: what was replayed and how it was measured, then the request
     table (or, with ``--show``, the one request)."""
     limit = f" at {knob.name.replace('_', ' ')} {budget:,} {knob.unit}" if knob is not None and budget else ""
     print(f"{args.path}: {_describe(conversation)}")
     print(f"strategy {args.strategy}{limit}")
+    if window[1]:
+        print(f"window {window[0]:,} tokens ({window[1]})" if window[0] else f"window: {window[1]}")
     for line in m.lines():
         print(line)
     print()

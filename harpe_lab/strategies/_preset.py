@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from ..errors import StrategyError
 from ..messages import Rendered
@@ -105,6 +105,26 @@ class Preset:
             if k.name in ("budget", "high_water"):
                 return k
         return None
+
+    @property
+    def window_knob(self) -> Knob | None:
+        """The knob that is the model's context window, in tokens (``window``,
+        ``context_window``; hybrid's ``window`` counts tool rounds and is not one)."""
+        for k in self.knobs:
+            if k.name in ("window", "context_window") and k.unit == "tokens":
+                return k
+        return None
+
+    def at_window(self, knobs: Mapping[str, Any], window: int | None) -> dict[str, Any]:
+        """``knobs`` with the window knob set to ``window`` — a session's declared window —
+        unless they set it (or ``window`` is None). Every view that replays a preset on a
+        session (the CLI, compare, the widgets, the report) builds it so: on a session the
+        agent's window is the model's, not the preset's default."""
+        out = dict(knobs)
+        k = self.window_knob
+        if k is not None and window and out.get(k.name) is None:
+            out[k.name] = window
+        return out
 
     def build(self, *, counter: Any = None, system: str = "", tools: tuple = (), distill: Distill | None = None,
               **knobs: Any) -> Factory:

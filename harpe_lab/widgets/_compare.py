@@ -50,7 +50,8 @@ class Compare(_Guarded):
     count or a model name, else the recording's), else to a little above the conversation's
     largest full-history request. A budget can be typed in ``budget_value`` beside it: one
     beyond the slider's range widens it, one the knob refuses is kept out, and ``message``
-    says so either way.
+    says so either way. A preset's window knob (a coding agent's context window) is set to
+    that declared window, as the CLI and compare set it (`Preset.at_window`).
 
     The conversation is measured as the CLI and the Explorer measure it
     (`harpe_lab.measure.measure`): ``counter`` names the tokenizer (``None``: ``cl100k_base``)
@@ -227,7 +228,8 @@ class Compare(_Guarded):
             return given
         preset = self._presets[name]
         knobs = {} if preset.budget_knob is None else {preset.budget_knob.name: self.budget.value}
-        return preset.build(counter=self.counter, system=self.conversation.system, distill=self._distill, **knobs)
+        return preset.build(counter=self.counter, system=self.conversation.system, distill=self._distill,
+                            **preset.at_window(knobs, self._window))
 
     def _key(self, name: str) -> tuple:
         preset = self._presets.get(name)

@@ -74,7 +74,9 @@ class Explorer(_Guarded):
     ``budget``, ``high_water`` and ``low_water`` are the sliders of those knobs. A knob that
     scales with the conversation runs up to the declared context window when one is known
     (``limit``, else the recording's, `harpe_lab.recorded.Recorded.window`), else a little
-    above the full history's largest request (`harpe_lab.presets.Knob.range_for`).
+    above the full history's largest request (`harpe_lab.presets.Knob.range_for`). A
+    preset's window knob (a coding agent's context window) starts at that window, as the CLI
+    and compare set it (`Preset.at_window`).
 
     Views: ``header`` (the counter and prices in use and what the recording says happened:
     `harpe_lab.measure.Measure.lines`), ``plot`` (the token plot as a PNG `Image`, with the
@@ -376,6 +378,8 @@ class Explorer(_Guarded):
                     value = given
                 elif self._fitted.get(name) == knob.unit and lo <= slider.value <= hi:
                     value = slider.value  # the same quantity (hybrid's "window" counts rounds, not tokens)
+                elif knob is preset.window_knob and window:
+                    value = window  # as compare and the CLI replay a session: at the model's window
                 elif knob.default is not None and knob.default <= hi:
                     value = knob.default
                 else:

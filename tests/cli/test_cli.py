@@ -309,6 +309,19 @@ class TestReplayOutput:
         assert_one_line_error(*run(["replay", chat, "--strategy", "full", "--budget", "900"], capsys), 2,
                               "--budget does not apply to the 'full' strategy")
 
+    @pytest.mark.parametrize("strategy, option, fragment", [
+        ("hybrid", ["--window", "9000"], "--window does not apply to the 'hybrid' strategy"),
+        ("codex", ["--window", "9000", "--set", "window=9000"], "--window and --set window= both set the window"),
+    ])
+    def test_window_where_it_does_not_apply(self, chat, capsys, strategy, option, fragment):
+        assert_one_line_error(*run(["replay", chat, "--strategy", strategy, *option], capsys), 2, fragment)
+
+    def test_the_window_a_recording_does_not_declare_is_the_strategy_s_own_and_said(self, chat, capsys):
+        code, out, _ = run(["replay", chat, "--strategy", "codex"], capsys)
+        assert code == 0 and "window: the strategy's default, 272,000: the recording declares no window" in out
+        code, out, _ = run(["replay", chat, "--strategy", "codex", "--window", "9000", "--format", "json"], capsys)
+        assert code == 0 and json.loads(out)["window"] == 9_000
+
     def test_help_names_list_and_the_strategies(self, capsys):
         from harpe_lab.presets import PRESETS
 

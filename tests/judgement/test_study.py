@@ -70,6 +70,26 @@ class TestCompareSessions:
         assert frame["input_tokens_sum"].iloc[0] == doc["totals"]["input_tokens_sum"]
         assert frame["compactions"].iloc[0] == doc["totals"]["compactions"]
 
+    def test_only_a_window_in_tokens_takes_the_session_s_window(self, capsys):
+        from importlib.resources import files
+
+        from harpe_lab.presets import get_preset
+
+        # hybrid's window counts tool rounds: set to the session's 200,000 it would never mask
+        assert get_preset("hybrid").window_knob is None
+        assert get_preset("codex").window_knob.name == "window"
+        assert get_preset("claude-code").window_knob.name == "context_window"
+        path = files("harpe_lab.datasets.data") / "coding_agent.jsonl"
+        frame = compare_sessions([path], ["hybrid", "codex"], workers=1, progress=False).set_index("strategy")
+        for name, window in (("hybrid", None), ("codex", 200_000)):
+            code, out, _ = run(["replay", path, "--strategy", name, "--format", "json"], capsys)
+            doc = json.loads(out)
+            assert code == 0 and doc["window"] == window
+            assert frame.loc[name, "input_tokens_sum"] == doc["totals"]["input_tokens_sum"]
+        code, out, _ = run(["replay", path, "--strategy", "hybrid", "--set", "window=200000", "--format", "json"],
+                           capsys)
+        assert json.loads(out)["totals"]["input_tokens_sum"] > frame.loc["hybrid", "input_tokens_sum"]
+
     def test_the_summarizer_given_is_the_one_the_presets_call(self):
         from importlib.resources import files
 

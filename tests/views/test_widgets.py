@@ -598,6 +598,21 @@ class TestSliderRanges:
         e.strategy.value = "chain"  # a count of messages does not scale with the window
         assert e.knobs["n"].max == PRESETS["chain"].knob("n").range_for(e.peak())[1]
 
+    def test_a_coding_agent_s_window_starts_at_the_declared_one(self):
+        # as the CLI and compare replay a session: at the model's window, not the agent's default
+        c = _recorded_conversation(context_window=50_000)
+        e = Explorer(c, strategy="codex", datasets=False)
+        assert e.parameters()["window"] == 50_000
+        cli = replay(c, make_strategy("codex", counter=e.counter, system=c.system, window=50_000),
+                     counter=e.counter, pricing=e.pricing)
+        assert e.replay.totals()["input_tokens_sum"] == cli.totals()["input_tokens_sum"]
+        e.knobs["window"].value = 60_000
+        e.strategy.value = "gemini-compress"  # the same quantity: the value moved to stays
+        assert e.parameters()["window"] == 60_000
+        e.strategy.value = "hybrid"  # its window counts tool rounds
+        assert e.parameters()["window"] == PRESETS["hybrid"].knob("window").default
+        assert Explorer(c, strategy="codex", datasets=False, window=90_000).parameters()["window"] == 90_000
+
     def test_a_limit_sets_the_window_the_sliders_reach(self):
         e = Explorer(_recorded_conversation(context_window=50_000), strategy="windowed", datasets=False, limit=80_000)
         assert e.window() == 80_000 and e.budget.max == 80_000
@@ -727,6 +742,15 @@ class TestCompare:
         for row in _table_rows(cmp.table.value):
             assert row[columns.index("retention")] == "no probes"
         assert "0 findable of 0 probes" not in cmp.table.value
+
+    def test_a_coding_agent_runs_at_the_declared_window(self):
+        # Aider's budget is a sixteenth of its window: 12,000 here, 128,000 by its default
+        c = _recorded_conversation(context_window=12_000)
+        cmp = Compare(c, ["aider"])
+        at = {w: replay(c, make_strategy("aider", counter=cmp.counter, system=c.system, window=w),
+                        counter=cmp.counter, pricing=cmp.pricing).totals()["input_tokens_sum"] for w in (12_000, None)}
+        assert cmp.replays["aider"].totals()["input_tokens_sum"] == at[12_000] != at[None]
+        assert Compare(c, ["aider"], limit=128_000).replays["aider"].totals()["input_tokens_sum"] == at[None]
 
     def test_retention_is_shown_with_its_denominator(self):
         from harpe_lab import datasets

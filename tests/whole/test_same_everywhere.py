@@ -1,5 +1,6 @@
 """One real session gives the same totals on every surface: the CLI's default replay, the
-Explorer, notebook 06 and the report — each measuring it the same way by default."""
+Explorer, notebook 06, the report and compare — each measuring it the same way by default, and
+setting a coding agent's window to the one the session declares."""
 
 from __future__ import annotations
 
@@ -34,7 +35,8 @@ def notebook_totals(monkeypatch) -> tuple[dict[str, dict], str]:
     monkeypatch.setenv("MPLBACKEND", "Agg")
     nb = nbformat.read(str(NOTEBOOK), as_version=4)
     probe = nbformat.v4.new_code_cell(
-        "import json\nprint('TOTALS ' + json.dumps({'full': full.totals(), 'claude-code': as_claude_code.totals()}))")
+        "import json\nprint('TOTALS ' + json.dumps({'full': full.totals(), 'claude-code': as_claude_code.totals(), "
+        "'cline-basic': agents['cline-basic'].totals()}))")
     nb.cells.append(probe)
     NotebookClient(nb, timeout=600, kernel_name="python3",
                    resources={"metadata": {"path": str(NOTEBOOK.parent)}}).execute()
@@ -49,28 +51,37 @@ def test_the_cli_the_explorer_notebook_06_and_the_report_agree(capsys, monkeypat
     from harpe_lab.importers import load_any
     from harpe_lab.widgets import Explorer
 
-    as_json = {name: cli_json(name, capsys) for name in ("full", "claude-code")}
+    # cline-basic's window is the model's: 200,000 as the session declares, not its own 128,000
+    names = ("full", "claude-code", "cline-basic")
+    as_json = {name: cli_json(name, capsys) for name in names}
     cli = {name: as_json[name]["totals"] for name in as_json}
     explorer = {}
-    for name in ("full", "claude-code"):
+    for name in names:
         e = Explorer(str(SESSION), strategy=name, datasets=False)
         explorer[name] = e.replay.totals()
     notebook, printed = notebook_totals(monkeypatch)
-    run = run_demo(tmp_path, conversations={"session": load_any(SESSION)}, strategies=("full", "claude-code"),
-                   echo=lambda _: None)
+    run = run_demo(tmp_path, conversations={"session": load_any(SESSION)}, strategies=names, echo=lambda _: None)
     assert run.is_file()
     from harpe_lab.demo import demo_measure, demo_replays
 
     conv = load_any(SESSION)
     m = demo_measure(conv)
     report = {k: r.totals() for k, r in demo_replays(conv, counter=m.counter, pricing=m.pricing,
-                                                     strategies=("full", "claude-code"), defaults=True).replays.items()
-              if k in ("full", "claude-code")}
-    for name in ("full", "claude-code"):
+                                                     strategies=names, defaults=True).replays.items()
+              if k in names}
+    assert main(["compare", str(SESSION), "--strategies", ",".join(names), "--format", "json"]) == 0
+    compared = {row["strategy"]: row for row in json.loads(capsys.readouterr().out)["sessions"]}
+    for name in names:
         for key in KEYS:
             values = [cli[name][key], explorer[name][key], notebook[name][key], report[name][key]]
+            if key in compared[name]:
+                values.append(compared[name][key])
             assert all(v == pytest.approx(values[0], rel=1e-9) for v in values), (name, key, values)
     assert cli["claude-code"]["compactions"] >= 1 and cli["full"]["cost_usd_cached"] > 0
+    assert as_json["cline-basic"]["window"] == 200_000
+    assert main(["replay", str(SESSION), "--strategy", "cline-basic", "--window", "128000", "--format", "json"]) == 0
+    own = json.loads(capsys.readouterr().out)["totals"]
+    assert own["input_tokens_sum"] != cli["cline-basic"]["input_tokens_sum"]  # the window is what made them agree
     # the cost up to the recorded compaction, which the CLI prints beside the recorded bill:
     # the notebook counts the same recorded calls
     against = as_json["full"]["cost_against_recorded"]

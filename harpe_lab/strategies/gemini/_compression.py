@@ -296,6 +296,30 @@ class ChatCompressionContext(TurnLifecycle, Summarizes):
                 out[i] = ToolResults(tuple(results), m.pinned)
         return out
 
+    def _summarize(self, source: Sequence[Message]) -> str | None:
+        """The snapshot Gemini's two calls write of ``source`` (its last snapshot the prior
+        one, left out of the excerpt with its acknowledgement): the check's answer, else the
+        first's, stripped; None when the first call gives none."""
+        snapshots = [k for k, m in enumerate(source) if isinstance(m, UserInput) and _SNAPSHOT_OPEN in m.text]
+        prior = _unwrapped(source[snapshots[-1]].text) if snapshots else ""
+        skip = set(snapshots) | {k + 1 for k in snapshots if k + 1 < len(source)
+                                 and isinstance(source[k + 1], AssistantMessage) and source[k + 1].text == ACKNOWLEDGEMENT}
+        excerpt = [m for k, m in enumerate(source) if k not in skip]
+        anchor = _ANCHOR_PREVIOUS if snapshots else _ANCHOR_NEW
+        # both requests write the same excerpt (the whole history): written once, each led by its summary
+        body = distill_request(excerpt, "")[len(_lead("")):]
+        first = self._distill(Rendered(f"{COMPRESSION_SYSTEM}\n\n{anchor}", (UserInput(_lead(prior) + body),)))
+        if first is None:
+            return None
+        if not isinstance(first, str):
+            raise StrategyError(f"distill must return a str or None, got {type(first).__name__}")
+        # the probe: the same history and the first answer, with Gemini's "what did you omit?"
+        probe = self._distill(Rendered(f"{COMPRESSION_SYSTEM}\n\n{PROBE_PROMPT}",
+                                       (UserInput(_lead(first) + body),)))
+        if probe is not None and not isinstance(probe, str):
+            raise StrategyError(f"distill must return a str or None, got {type(probe).__name__}")
+        return (probe or "").strip() or first.strip()
+
     def _compress(self) -> bool:
         c = self.config
         end = _history_end(self._transcript)
@@ -338,26 +362,9 @@ class ChatCompressionContext(TurnLifecycle, Summarizes):
         # message truncation left as it was is measured already)
         folded_estimate = sum(measures[k][2] if m is measures[k][0] else self._measured(m, names)[1]
                               for k, m in enumerate(folded))
-        source = folded if math.floor(folded_estimate) < c.window else truncated[:split]
-        snapshots = [k for k, m in enumerate(source) if isinstance(m, UserInput) and _SNAPSHOT_OPEN in m.text]
-        prior = _unwrapped(source[snapshots[-1]].text) if snapshots else ""
-        skip = set(snapshots) | {k + 1 for k in snapshots if k + 1 < len(source)
-                                 and isinstance(source[k + 1], AssistantMessage) and source[k + 1].text == ACKNOWLEDGEMENT}
-        excerpt = [m for k, m in enumerate(source) if k not in skip]
-        anchor = _ANCHOR_PREVIOUS if snapshots else _ANCHOR_NEW
-        # both requests write the same excerpt (the whole history): written once, each led by its summary
-        body = distill_request(excerpt, "")[len(_lead("")):]
-        first = self._distill(Rendered(f"{COMPRESSION_SYSTEM}\n\n{anchor}", (UserInput(_lead(prior) + body),)))
-        if first is None:
+        final = self._summarize(folded if math.floor(folded_estimate) < c.window else truncated[:split])
+        if final is None:
             return False  # "not this time": Gemini would have failed the call; nothing changes
-        if not isinstance(first, str):
-            raise StrategyError(f"distill must return a str or None, got {type(first).__name__}")
-        # the probe: the same history and the first answer, with Gemini's "what did you omit?"
-        probe = self._distill(Rendered(f"{COMPRESSION_SYSTEM}\n\n{PROBE_PROMPT}",
-                                       (UserInput(_lead(first) + body),)))
-        if probe is not None and not isinstance(probe, str):
-            raise StrategyError(f"distill must return a str or None, got {type(probe).__name__}")
-        final = (probe or "").strip() or first.strip()
         if not final:
             self._events.emit(Compression("empty_summary", original, original))
             return False
