@@ -286,7 +286,8 @@ def compare_sessions(sources: Iterable[Any], strategies: Sequence[str], *, budge
     order = {name: k for k, name in enumerate(strategies)}
     frame = frame.sort_values(["session", "strategy", "budget"], key=lambda col: col.map(order)
                               if col.name == "strategy" else col, kind="stable").reset_index(drop=True)
-    frame = frame[[c for c in STUDY_COLUMNS if c in frame.columns]]
+    # every column, even where every replay was refused (then its numbers are NaN)
+    frame = frame.reindex(columns=list(STUDY_COLUMNS))
     frame.attrs.update(columns=dict(STUDY_COLUMNS), measures=measures, strategies=list(strategies),
                        budgets=list(budgets or []), sizes=sizes, compacted_at=compacted_at)
     return frame
@@ -300,12 +301,16 @@ def totals_by_strategy(frame: Any) -> Any:
     """The answer first: per strategy (and budget), sums over all sessions."""
     keys = ["strategy", "budget"]
     g = frame.groupby(keys, dropna=False, sort=False)
-    out = g.agg(sessions=("session", "nunique"), input_tokens_sum=("input_tokens_sum", "sum"),
-                cost_usd=("cost_usd", lambda s: s.sum(min_count=1)),
-                cost_usd_cached=("cost_usd_cached", lambda s: s.sum(min_count=1)),
-                compactions=("compactions", "sum"), recorded_compactions=("recorded_compactions", "sum"),
-                overshoots=("overshoots", "sum"), retention=("retention", "mean"), needs=("needs", "sum"),
-                needs_kept=("needs_kept", "sum"), needs_lost=("needs_lost", "sum"))
+
+    def total(s: Any) -> Any:  # NaN where every replay was refused: no number, not 0
+        return s.sum(min_count=1)
+
+    out = g.agg(sessions=("session", "nunique"), input_tokens_sum=("input_tokens_sum", total),
+                cost_usd=("cost_usd", total), cost_usd_cached=("cost_usd_cached", total),
+                compactions=("compactions", total), recorded_compactions=("recorded_compactions", total),
+                overshoots=("overshoots", total), retention=("retention", "mean"), needs=("needs", total),
+                needs_kept=("needs_kept", total), needs_lost=("needs_lost", total),
+                refused=("refused", lambda s: int(s.map(lambda v: isinstance(v, str)).sum())))
     out["needs_kept_share"] = out["needs_kept"] / out["needs"].where(out["needs"] > 0)
     out["budget_met"] = g["budget_met"].agg(lambda s: bool(s.fillna(True).astype(bool).all()))
     out["budget_note"] = [_note(part) for _, part in g]
@@ -313,7 +318,19 @@ def totals_by_strategy(frame: Any) -> Any:
 
 
 def _note(part: Any) -> str:
-    """Over the sessions of one strategy and budget: in how many the budget did not bind, and why."""
+    """Over the sessions of one strategy and budget: in how many it refused the session, and
+    in how many the budget did not bind; and why."""
+    refused = part["refused"].map(lambda v: isinstance(v, str))
+    said = ""
+    if refused.any():  # the totals are over the other sessions only: say so first
+        reasons = "; ".join(sorted(set(part.loc[refused, "refused"])))[:160]
+        said = f"refused in {refused.sum()} of {_count(len(part), 'session')}: {reasons}"
+        part = part[~refused]
+    budget = _budget_note(part) if len(part) else ""
+    return "; ".join(n for n in (said, budget) if n)
+
+
+def _budget_note(part: Any) -> str:
     if part["budget"].isna().all():
         return ""
     missed = part[~part["budget_met"].fillna(True).astype(bool)]
@@ -336,8 +353,9 @@ def _count(n: int, what: str) -> str:
 
 @dataclass(frozen=True)
 class Tuning:
-    """What `tune` found: every value tried (``frame``), the Pareto frontier of cost against
-    retention (``frontier``), the recommended value and why."""
+    """What `tune` found: every value tried (``frame``; a value some session refused has no
+    numbers, and ``refused`` says why), the Pareto frontier of cost against retention
+    (``frontier``), the recommended value and why."""
 
     strategy: str
     knob: str
@@ -395,11 +413,18 @@ def tune(sources: Iterable[Any], strategy: str, *, knob: str | None = None, lo: 
         for v in values:
             f = compare_sessions(convs, [strategy], knobs={**(knobs or {}), target.name: int(v)}, pricing=pricing,
                                  workers=workers, executor=executor, progress=progress, measures=measures)
+            refused = [r for r in f["refused"] if isinstance(r, str)]
+            if refused:  # over fewer sessions its numbers would not compare: the value is out
+                rows.append({target.name: int(v), "cost_usd_cached": math.nan, "input_tokens_sum": math.nan,
+                             "retention": math.nan, "overshoots": math.nan, "compactions": math.nan,
+                             "refused": f"refused by {len(refused)} of {_count(len(f), 'session')}: {refused[0]}"})
+                continue
             needs, kept = f["needs"].sum(), f["needs_kept"].sum()
             share = f["retention"].mean() if f["retention"].notna().any() else (kept / needs if needs else math.nan)
             rows.append({target.name: int(v), "cost_usd_cached": f["cost_usd_cached"].sum(min_count=1),
                          "input_tokens_sum": int(f["input_tokens_sum"].sum()), "retention": share,
-                         "overshoots": int(f["overshoots"].sum()), "compactions": int(f["compactions"].sum())})
+                         "overshoots": int(f["overshoots"].sum()), "compactions": int(f["compactions"].sum()),
+                         "refused": None})
         return pd.DataFrame(rows)
 
     coarse = sorted({int(round(v)) for v in np.linspace(low, high, points)})
@@ -415,13 +440,8 @@ def tune(sources: Iterable[Any], strategy: str, *, knob: str | None = None, lo: 
         best = _best(tried, column, min_retention, no_overshoot)
     frontier = _frontier(tried, column)
     if best is None:
-        why = []
-        if min_retention is not None:
-            why.append(f"retention ≥ {min_retention}")
-        if no_overshoot:
-            why.append("no overshoot")
         return Tuning(strategy, target.name, None, objective, tried, frontier,
-                      f"no value between {low:,} and {high:,} kept {' and '.join(why)}", window)
+                      _why_none(tried, column, f"between {low:,} and {high:,}", min_retention, no_overshoot), window)
     value = int(tried.loc[best, target.name])
     if tried[column].nunique(dropna=True) <= 1 and tried["compactions"].nunique() <= 1:
         return Tuning(strategy, target.name, None, objective, tried, frontier,
@@ -430,6 +450,22 @@ def tune(sources: Iterable[Any], strategy: str, *, knob: str | None = None, lo: 
     priced = sum(m.pricing is not None for m in measures.values())
     reason = _why_best(objective, tried.loc[best, column], len(convs), priced)
     return Tuning(strategy, target.name, value, objective, tried, frontier, reason, window)
+
+
+def _why_none(tried: Any, column: str, span: str, min_retention: float | None, no_overshoot: bool) -> str:
+    """Why no value is recommended: every one refused, none priced, or none kept the constraints."""
+    ran = tried[tried["refused"].isna()]
+    if not len(ran):
+        return f"every value {span} was refused ({tried['refused'].iloc[0]})"
+    if ran[column].isna().all():
+        return "no session is priced: give --pricing MODEL, or tune for --objective tokens"
+    why = []
+    if min_retention is not None:
+        why.append(f"retention ≥ {min_retention}")
+    if no_overshoot:
+        why.append("no overshoot")
+    refused = f" ({len(tried) - len(ran)} refused)" if len(ran) < len(tried) else ""
+    return f"no value {span} kept {' and '.join(why)}{refused}"
 
 
 def _knob_to_tune(preset: Any, strategy: str, knob: str | None) -> Any:
@@ -475,8 +511,8 @@ def _best(tried: Any, column: str, min_retention: float | None, no_overshoot: bo
 
 
 def _frontier(tried: Any, column: str) -> Any:
-    """The values no other value beats on both the objective and retention."""
-    rows = tried.sort_values(column, kind="stable")
+    """The values no other value beats on both the objective and retention (a refused one is none)."""
+    rows = tried[tried[column].notna()].sort_values(column, kind="stable")
     best_retention = -math.inf
     keep = []
     for i, r in rows.iterrows():

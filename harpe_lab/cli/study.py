@@ -173,7 +173,8 @@ def cli_tune(args: argparse.Namespace) -> int:
     front = set(result.frontier[result.knob])
     rows = [[tokens(r[result.knob]), usd(r["cost_usd_cached"]), tokens(r["input_tokens_sum"]), plain(r["compactions"]),
              plain(r["overshoots"]), share(r["retention"]),
-             ("← recommended" if r[result.knob] == result.value else "frontier" if r[result.knob] in front else "")]
+             ("← recommended" if r[result.knob] == result.value else "frontier" if r[result.knob] in front
+              else r["refused"] if isinstance(r["refused"], str) else "")]
             for _, r in f.iterrows()]
     print(render(headers, rows, left=(6,)))
     print()

@@ -46,7 +46,32 @@ def run(argv, capsys):
     return code, out, err
 
 
+def _bundled_path(name: str) -> Path:
+    from importlib import resources
+
+    return next(Path(str(resources.files("harpe_lab.datasets.data"))).glob(f"{name}.json*"))
+
+
 class TestCompareSessions:
+    def test_a_strategy_a_session_refuses_is_said_and_summed_over_the_others(self, capsys):
+        # Codex refuses a limit above 90% of the window: coding_agent declares 200,000, support_chat none
+        # (Codex's own 272,000 then)
+        both = [_bundled_path("coding_agent"), _bundled_path("support_chat")]
+        frame = compare_sessions(both, ["codex"], knobs={"high_water": 190_000}, workers=1, progress=False)
+        assert list(frame.columns) == list(frame.attrs["columns"])
+        totals = totals_by_strategy(frame).iloc[0]
+        ran = frame[frame["refused"].isna()]
+        assert list(ran["session"]) == ["support_chat"] and totals["refused"] == 1
+        assert totals["input_tokens_sum"] == ran["input_tokens_sum"].iloc[0]
+        assert totals["budget_note"].startswith("refused in 1 of 2 sessions: high_water must be at most 90% of window")
+        alone = totals_by_strategy(compare_sessions(both[:1], ["codex"], knobs={"high_water": 190_000}, workers=1,
+                                                    progress=False)).iloc[0]
+        assert math.isnan(alone["input_tokens_sum"]) and math.isnan(alone["compactions"]) and alone["refused"] == 1
+        code, out, _ = run(["compare", both[0], "--strategies", "codex,full", "--set", "high_water=190000",
+                            "--workers", "1"], capsys)
+        assert code == 0 and "refused in 1 of 1 session: high_water must be at most 90% of window (180,000)" in out
+
+
     def test_one_row_per_session_strategy_and_budget(self):
         convs = bundled()
         frame = compare_sessions(convs, ["full", "chain", "masking"], budgets=[3_000, 6_000], workers=1,
@@ -231,6 +256,23 @@ class TestTune:
         result = tune(bundled(), "chain", knob="n", lo=2, hi=6, points=3, min_retention=1.01, workers=1,
                       progress=False)
         assert result.value is None and "retention ≥ 1.01" in result.reason
+
+    def test_a_value_a_session_refuses_is_out_and_said(self, capsys):
+        # Codex refuses a limit above 90% of the window: coding_agent declares 200,000
+        coding = datasets.load("coding_agent")
+        result = tune([coding], "codex", knob="high_water", lo=60_000, hi=190_000, points=3, pricing="openai/gpt-4o",
+                      workers=1, progress=False)
+        f = result.frame.set_index("high_water")
+        assert f.loc[190_000, "refused"].startswith("refused by 1 of 1 session: high_water must be at most 90% of "
+                                                    "window (180,000)")
+        assert math.isnan(f.loc[190_000, "input_tokens_sum"]) and 190_000 not in set(result.frontier["high_water"])
+        assert result.value != 190_000 and f["refused"].drop(190_000).isna().all()
+        result = tune([coding], "codex", knob="high_water", lo=185_000, hi=190_000, points=2, workers=1,
+                      progress=False)
+        assert result.value is None and result.reason.startswith("every value between 185,000 and 190,000 was refused")
+        code, out, _ = run(["tune", _bundled_path("coding_agent"), "--strategy", "codex", "--knob",
+                            "high_water=185000:190000", "--points", "2", "--workers", "1"], capsys)
+        assert code == 1 and "no recommendation: every value between 185,000 and 190,000 was refused" in out
 
     def test_the_agents_own_settings(self):
         assert agent_setting("claude-code", {"high_water": 90_000}).startswith(
