@@ -103,10 +103,10 @@ def demo_replays(conversation: Any, *, counter: Any, fractions: Sequence[float] 
     from .errors import HarpeLabError
     from .replay import replay
 
-    from .recorded import declared_window
+    from .recorded import model_window
 
     presets = [get_preset(name) for name in strategies]
-    window = declared_window(conversation)  # a window knob takes it, as compare and the widgets set it
+    window = model_window(conversation)  # a window knob takes it, as compare and the widgets set it
     history = get_preset("full")
     full = replay(conversation, history.build(system=conversation.system, counter=counter),
                   counter=counter, name=history.name, pricing=pricing)  # fmt: skip

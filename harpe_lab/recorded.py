@@ -35,6 +35,10 @@ The declared window is the recording's own when it states one
 (``metadata["context_window"]``, as Codex rollouts do), Claude Code's 200,000 for a Claude
 Code session (the window its auto-compact assumes; litellm's table lists 1,000,000 for
 Opus 4.6, the long-context beta), else the main model's input limit in litellm's table.
+The model's window (`model_window`), which an agent's window knob takes when a preset is
+replayed on the session (`harpe_lab.presets.Preset.at_window`), is the same but where the
+recording states an agent's effective window below the model's: a Codex rollout's 258,400 is
+95% of gpt-5.x-codex's 272,000 (``metadata["model_window"]``).
 """
 
 from __future__ import annotations
@@ -221,6 +225,15 @@ def declared_window(conversation: Conversation) -> int | None:
         return model_input_limit(next(iter(models)))
     except HarpeLabError:
         return None
+
+
+def model_window(conversation: Conversation) -> int | None:
+    """The context window of the recording's model (see the module doc): what a preset's
+    window knob is set to on this session."""
+    stated = conversation.metadata.get("model_window")
+    if isinstance(stated, int) and stated > 0:
+        return stated
+    return declared_window(conversation)
 
 
 def recorded(conversation: Conversation, *, stand_in: Pricing | CallPricing | None = None) -> Recorded:

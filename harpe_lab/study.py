@@ -95,10 +95,10 @@ class _Preset:
 
     def __call__(self, conversation: Conversation, counter: Any, budget: int | None = None) -> Any:
         from .presets import get_preset, make_strategy
-        from .recorded import declared_window
+        from .recorded import model_window
 
         preset = get_preset(self.name)
-        knobs = preset.at_window(dict(self.knobs), self.window or declared_window(conversation))
+        knobs = preset.at_window(dict(self.knobs), self.window or model_window(conversation))
         budget = knobs.pop("budget", budget)
         return make_strategy(self.name, budget=budget, counter=counter, system=conversation.system,
                              distill=self.distill, **knobs)()

@@ -183,11 +183,11 @@ def _window(args: argparse.Namespace, preset: Any, knobs: dict[str, int], conver
         return knobs[k.name], f"given with --set {k.name}="
     if args.window is not None:
         return args.window, "given with --window"
-    from ..recorded import declared_window
+    from ..recorded import model_window
 
-    declared = declared_window(conversation)
+    declared = model_window(conversation)
     if declared:
-        return declared, "the window the recording declares; --window N to change it"
+        return declared, "the model's window, as the recording declares it; --window N to change it"
     return None, f"the strategy's default, {k.default:,}: the recording declares no window; --window N to set it"
 
 

@@ -17,7 +17,9 @@ message text (their summaries go to the turn's ``metadata["reasoning"]``). Each
 counts the cached part). Ids are ``"l<line>"`` of the item's line. A ``compacted`` record
 is placed after the messages its turn held (Codex compacts between model calls), with the
 last call's input as its size; ``model_context_window`` (``task_started``, ``token_count``)
-becomes ``metadata["context_window"]``.
+becomes ``metadata["context_window"]``: the window Codex shows, its *effective* window, 95% of
+the model's (``effective_context_window_percent`` of every gpt-5.x-codex model in Codex's
+``models.json``), so the model's own, that window ÷ 0.95, is ``metadata["model_window"]``.
 Written from Codex CLI's rollout format (0.2x–0.4x) and tested on hand-written fixtures.
 """
 
@@ -36,6 +38,7 @@ NAME = "codex"
 _ENVELOPE_TYPES = frozenset({"session_meta", "response_item", "event_msg", "turn_context", "compacted"})
 _CALLS = frozenset({"function_call", "custom_tool_call", "local_shell_call"})
 _OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output", "local_shell_call_output"})
+_EFFECTIVE_PERCENT = 95  # the model_context_window a rollout states, in % of the model's window
 
 
 def load_codex(path: Any) -> Conversation:
@@ -162,6 +165,7 @@ def _read(src: Source) -> Conversation:
                 window = payload["info"].get("model_context_window") or window
             if isinstance(window, int) and window > 0:
                 meta["context_window"] = window
+                meta["model_window"] = -(-window * 100 // _EFFECTIVE_PERCENT)
             if payload.get("type") == "token_count" and isinstance(payload.get("info"), Mapping):
                 info = payload["info"]
                 last = info.get("last_token_usage")

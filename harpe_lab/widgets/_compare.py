@@ -51,7 +51,8 @@ class Compare(_Guarded):
     largest full-history request. A budget can be typed in ``budget_value`` beside it: one
     beyond the slider's range widens it, one the knob refuses is kept out, and ``message``
     says so either way. A preset's window knob (a coding agent's context window) is set to
-    that declared window, as the CLI and compare set it (`Preset.at_window`).
+    ``limit``'s window, else the recording's model's (`harpe_lab.recorded.model_window`), as
+    the CLI and compare set it (`Preset.at_window`).
 
     The conversation is measured as the CLI and the Explorer measure it
     (`harpe_lab.measure.measure`): ``counter`` names the tokenizer (``None``: ``cl100k_base``)
@@ -105,6 +106,10 @@ class Compare(_Guarded):
         self.measure = _measure(conversation, counter, calibrate, pricing)
         self.counter = self.measure.counter
         self.pricing = self.measure.pricing
+        from ..recorded import model_window
+
+        # what a preset's window knob is set to: the limit given, else the recording's model's
+        self._model_window = window or model_window(conversation)
         if window is None and self.measure.recorded is not None:
             window = self.measure.recorded.window
         self.limit = limit
@@ -229,7 +234,7 @@ class Compare(_Guarded):
         preset = self._presets[name]
         knobs = {} if preset.budget_knob is None else {preset.budget_knob.name: self.budget.value}
         return preset.build(counter=self.counter, system=self.conversation.system, distill=self._distill,
-                            **preset.at_window(knobs, self._window))
+                            **preset.at_window(knobs, self._model_window))
 
     def _key(self, name: str) -> tuple:
         preset = self._presets.get(name)

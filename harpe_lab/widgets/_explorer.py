@@ -75,8 +75,9 @@ class Explorer(_Guarded):
     scales with the conversation runs up to the declared context window when one is known
     (``limit``, else the recording's, `harpe_lab.recorded.Recorded.window`), else a little
     above the full history's largest request (`harpe_lab.presets.Knob.range_for`). A
-    preset's window knob (a coding agent's context window) starts at that window, as the CLI
-    and compare set it (`Preset.at_window`).
+    preset's window knob (a coding agent's context window) starts at ``limit``'s window, else
+    the recording's model's (`harpe_lab.recorded.model_window`), as the CLI and compare set it
+    (`Preset.at_window`).
 
     Views: ``header`` (the counter and prices in use and what the recording says happened:
     `harpe_lab.measure.Measure.lines`), ``plot`` (the token plot as a PNG `Image`, with the
@@ -310,6 +311,15 @@ class Explorer(_Guarded):
         recorded = self.measure.recorded
         return None if recorded is None else recorded.window
 
+    def _model_window(self) -> int | None:
+        """What a preset's window knob starts at: ``limit``'s window when given, else the
+        recording's model's (`harpe_lab.recorded.model_window`)."""
+        if self.limit is not None:
+            return _limit_tokens(self.limit)
+        from ..recorded import model_window
+
+        return model_window(self._conversation())
+
     def parameters(self) -> dict[str, Any]:
         """The knob values the picked preset is built with (``None``: derived, "auto")."""
         out: dict[str, Any] = {}
@@ -378,8 +388,8 @@ class Explorer(_Guarded):
                     value = given
                 elif self._fitted.get(name) == knob.unit and lo <= slider.value <= hi:
                     value = slider.value  # the same quantity (hybrid's "window" counts rounds, not tokens)
-                elif knob is preset.window_knob and window:
-                    value = window  # as compare and the CLI replay a session: at the model's window
+                elif knob is preset.window_knob and self._model_window():
+                    value = self._model_window()  # as compare and the CLI replay a session: at the model's window
                 elif knob.default is not None and knob.default <= hi:
                     value = knob.default
                 else:

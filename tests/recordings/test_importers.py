@@ -495,6 +495,8 @@ class TestCodex:
                                Usage(4400, 35, 4100, 0, "openai", "gpt-5-codex"))
         assert second.messages[0].calls[0].name == "apply_patch"
         assert c.compactions[0].summary.startswith("The user asked why make build fails")
+        # the window a rollout states is Codex's effective one, 95% of the model's
+        assert (c.metadata["context_window"], c.metadata["model_window"]) == (258_400, 272_000)
 
     def test_legacy_rollouts_without_an_envelope(self):
         c = load_codex(DATA / "codex" / "legacy.jsonl")

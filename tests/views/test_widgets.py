@@ -612,6 +612,13 @@ class TestSliderRanges:
         e.strategy.value = "hybrid"  # its window counts tool rounds
         assert e.parameters()["window"] == PRESETS["hybrid"].knob("window").default
         assert Explorer(c, strategy="codex", datasets=False, window=90_000).parameters()["window"] == 90_000
+        # a recording that states an agent's effective window (a Codex rollout): the model's is the knob's
+        codex_like = _recorded_conversation(context_window=50_000, model_window=52_632)
+        e = Explorer(codex_like, strategy="codex", datasets=False)
+        assert e.window() == 50_000 and e.parameters()["window"] == 52_632
+        assert Compare(codex_like, ["aider"]).replays["aider"].totals() == replay(
+            codex_like, make_strategy("aider", counter=e.counter, system=c.system, window=52_632), counter=e.counter,
+            pricing=e.pricing).totals()
 
     def test_a_limit_sets_the_window_the_sliders_reach(self):
         e = Explorer(_recorded_conversation(context_window=50_000), strategy="windowed", datasets=False, limit=80_000)

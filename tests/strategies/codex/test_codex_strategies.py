@@ -679,6 +679,23 @@ class TestRealCompaction:
         assert (last.input_tokens, last.output_tokens, last.cache_read_tokens) == (209_950, 2_184, 208_640)
         assert conv.turns[t].usage[step].input_tokens == 48_297
 
+    def test_every_view_replays_it_at_the_model_s_window(self, session, capsys):
+        # the rollout states Codex's effective window, 258,400; the limit is 90% of the model's 272,000
+        import json
+
+        from harpe_lab.cli import main
+        from harpe_lab.recorded import model_window
+
+        path, conv = session
+        assert model_window(conv) == conv.metadata["model_window"] == CONTEXT_WINDOW
+        assert main(["replay", str(path), "--strategy", "codex", "--set", "reasoning=187", "--format", "json"]) == 0
+        cli = json.loads(capsys.readouterr().out)
+        assert main(["compare", str(path), "--strategies", "codex", "--set", "reasoning=187", "--format", "json",
+                     "--workers", "1"]) == 0
+        (row,) = json.loads(capsys.readouterr().out)["sessions"]
+        assert cli["window"] == CONTEXT_WINDOW and cli["replayed_compactions"][0] == row["first_compaction"]
+        assert abs(row["first_compaction"] - row["recorded_first_compaction"]) <= 2
+
     def test_on_codexs_own_usage_the_rule_fires_at_its_call(self, session):
         """No counter: the context is driven by hand with the usage Codex recorded, plus its
         estimate of the encrypted reasoning (read from the rollout), per reply before the newest
