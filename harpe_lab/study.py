@@ -4,7 +4,7 @@
 a user can trust by default: each session measured with `harpe_lab.measure.measure` — a
 counter calibrated on its own recorded usage (sessions without usage share a fit pooled over
 the others), prices by each call's recorded model — and each preset's window knob set to the
-session's declared window. One row per (session, strategy, budget); the columns are
+window of the session's model (`harpe_lab.recorded.model_window`). One row per (session, strategy, budget); the columns are
 documented in ``frame.attrs["columns"]``.
 
 `tune` searches one knob of one preset over all sessions — a coarse grid between ``lo`` and
@@ -85,7 +85,7 @@ def load_sessions(sources: Iterable[Any]) -> list[Conversation]:
 
 @dataclass(frozen=True)
 class _Preset:
-    """A preset built per session: its counter, system prompt and declared window (a module
+    """A preset built per session: its counter, system prompt and its model's window (a module
     level class, so a dask worker can unpickle it)."""
 
     name: str
@@ -223,7 +223,7 @@ def compare_sessions(sources: Iterable[Any], strategies: Sequence[str], *, budge
     """Every session under every preset in ``strategies`` (at each of ``budgets``; a preset
     without a budget knob runs once, at its defaults); one row per replay (`STUDY_COLUMNS`).
     ``knobs`` sets other knobs by name for every preset that has them; ``window`` overrides
-    the declared window; ``distill`` is the summarizer of the presets that call one (the
+    the window of each session's model; ``distill`` is the summarizer of the presets that call one (the
     offline `ExtractiveDistiller` when ``None``; an `LLMDistiller` with its disk cache for a
     model's summaries). ``frame.attrs["measures"]`` holds each session's `Measure`."""
     import pandas as pd
@@ -366,7 +366,8 @@ class Tuning:
     reason: str
 
     window: int | None = None
-    """The sessions' declared window (the smallest), for settings given as a share of it."""
+    """The window of the sessions' model (the smallest; `harpe_lab.recorded.model_window`), at
+    which their replays ran, for settings given as a share of it."""
 
     def setting(self) -> str:
         """The agent's own configuration for the recommended value (see `agent_setting`)."""
@@ -382,7 +383,7 @@ def tune(sources: Iterable[Any], strategy: str, *, knob: str | None = None, lo: 
          no_overshoot: bool = False, points: int = 8, knobs: Mapping[str, int] | None = None,
          pricing: Any = "auto", workers: int | None = None, executor: Any = None, progress: bool = True) -> Tuning:
     """Search ``knob`` of the preset ``strategy`` (default: its budget knob) between ``lo``
-    and ``hi`` (default: its range up to the sessions' declared window): ``points`` values
+    and ``hi`` (default: its range up to the window of the sessions' model): ``points`` values
     spread evenly, then as many again between the best one's neighbours; recommend the value
     with the least ``objective`` (``"cost"``: cost with caching, ``"tokens"``: tokens sent)
     among those that keep ``min_retention`` (needs sessions with probes) and, with
@@ -391,13 +392,13 @@ def tune(sources: Iterable[Any], strategy: str, *, knob: str | None = None, lo: 
     import pandas as pd
 
     from .presets import get_preset
-    from .recorded import declared_window
+    from .recorded import model_window
 
     if objective not in ("cost", "tokens"):
         raise StrategyError(f"objective must be one of ['cost', 'tokens'], but {objective!r} was passed")
     target = _knob_to_tune(get_preset(strategy), strategy, knob)
     convs = load_sessions(sources)
-    windows = [w for w in (declared_window(c) for c in convs) if w]
+    windows = [w for w in (model_window(c) for c in convs) if w]
     window = min(windows) if windows else None
     # a threshold reaches up to the window (a strategy may refuse the window itself)
     high = hi if hi is not None else (target.maximum or (min(windows) - 1 if windows else 10 * (target.default or 1000)))

@@ -202,7 +202,7 @@ def _add_study(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--budget", type=positive_int, default=None, metavar="N", help="one budget for every strategy")
     p.add_argument("--budgets", default=None, metavar="A,B,C", help="several budgets")
     p.add_argument("--window", type=positive_int, default=None, metavar="N",
-                   help="the context window for presets that take one (default: each session's declared window)")
+                   help="the context window for presets that take one (default: each session's model's)")
     p.add_argument("--dask", default=None, metavar="ADDRESS", help="run on a dask cluster (its scheduler's address)")
     p.add_argument("--out", default=None, metavar="DIR", help="write the HTML report and compare.csv into DIR")
     p.add_argument("--no-redact", action="store_true",
@@ -220,7 +220,7 @@ def _add_study(sub: Any, common: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--strategy", required=True, metavar="NAME", help="the preset to tune")
     p.add_argument("--knob", default=None, metavar="KNOB=LO:HI",
-                   help="the knob and its range (default: the budget knob, up to the declared window)")
+                   help="the knob and its range (default: the budget knob, up to the model's window)")
     p.add_argument("--objective", type=_choice("--objective", ("cost", "tokens")), default="cost",
                    help="cost (with caching, default) or tokens (sent)")
     p.add_argument("--min-retention", type=float, default=None, metavar="X",
