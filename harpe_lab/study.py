@@ -4,8 +4,8 @@
 a user can trust by default: each session measured with `harpe_lab.measure.measure` — a
 counter calibrated on its own recorded usage (sessions without usage share a fit pooled over
 the others), prices by each call's recorded model — and each preset's window knob set to the
-window of the session's model (`harpe_lab.recorded.model_window`). One row per (session, strategy, budget); the columns are
-documented in ``frame.attrs["columns"]``.
+window of the session's model (`harpe_lab.recorded.model_window`). One row per (session,
+strategy, budget); the columns are documented in ``frame.attrs["columns"]``.
 
 `tune` searches one knob of one preset over all sessions — a coarse grid between ``lo`` and
 ``hi``, then a finer one around the best — and recommends the value that minimises the
@@ -223,9 +223,10 @@ def compare_sessions(sources: Iterable[Any], strategies: Sequence[str], *, budge
     """Every session under every preset in ``strategies`` (at each of ``budgets``; a preset
     without a budget knob runs once, at its defaults); one row per replay (`STUDY_COLUMNS`).
     ``knobs`` sets other knobs by name for every preset that has them; ``window`` overrides
-    the window of each session's model; ``distill`` is the summarizer of the presets that call one (the
-    offline `ExtractiveDistiller` when ``None``; an `LLMDistiller` with its disk cache for a
-    model's summaries). ``frame.attrs["measures"]`` holds each session's `Measure`."""
+    the window of each session's model; ``distill`` is the summarizer of the presets that
+    call one (the offline `ExtractiveDistiller` when ``None``; an `LLMDistiller` with its
+    disk cache for a model's summaries). ``frame.attrs["measures"]`` holds each session's
+    `Measure`."""
     import pandas as pd
 
     from .presets import get_preset

@@ -185,9 +185,9 @@ def _window(args: argparse.Namespace, preset: Any, knobs: dict[str, int], conver
         return args.window, "given with --window"
     from ..recorded import model_window
 
-    declared = model_window(conversation)
-    if declared:
-        return declared, "the model's window, as the recording declares it; --window N to change it"
+    model = model_window(conversation)
+    if model:
+        return model, "the model's window, as the recording declares it; --window N to change it"
     return None, f"the strategy's default, {k.default:,}: the recording declares no window; --window N to set it"
 
 
