@@ -151,15 +151,19 @@ def _lead(summary: str) -> str:
 def distill_request(dropped: Sequence[Message], summary: str) -> str:
     """Harpe's distill request text for folding ``dropped`` into ``summary``."""
     parts = [_lead(summary)]
+    # each text once, in the one join (not copied into a line first: a fold may write the
+    # whole history, megabytes, Gemini's twice)
     for m in dropped:
         if isinstance(m, UserInput):
-            parts.append("User: " + m.text + "\n")
+            parts += ("User: ", m.text, "\n")
         elif isinstance(m, AssistantMessage):
             if m.text:
-                parts.append("Agent: " + m.text + "\n")
-            parts.extend("Agent: [called tool " + c.name + "]\n" for c in m.calls)
+                parts += ("Agent: ", m.text, "\n")
+            for c in m.calls:
+                parts += ("Agent: [called tool ", c.name, "]\n")
         else:
-            parts.extend("[tool result] " + r.content + "\n" for r in m.results)
+            for r in m.results:
+                parts += ("[tool result] ", r.content, "\n")
     parts.append("\nReply with the updated summary.")
     return "".join(parts)
 
