@@ -101,9 +101,8 @@ def demo_replays(conversation: Any, *, counter: Any, fractions: Sequence[float] 
     the knob) — and with ``defaults`` also once at their own defaults, labelled by the name
     alone — the others once. A strategy that raises a `HarpeLabError` is *refused*."""
     from .errors import HarpeLabError
-    from .replay import replay
-
     from .recorded import model_window
+    from .replay import replay
 
     presets = [get_preset(name) for name in strategies]
     window = model_window(conversation)  # a window knob takes it, as compare and the widgets set it

@@ -116,10 +116,10 @@ class Preset:
         return None
 
     def at_window(self, knobs: Mapping[str, Any], window: int | None) -> dict[str, Any]:
-        """``knobs`` with the window knob set to ``window`` — a session's declared window —
-        unless they set it (or ``window`` is None). Every view that replays a preset on a
-        session (the CLI, compare, the widgets, the report) builds it so: on a session the
-        agent's window is the model's, not the preset's default."""
+        """``knobs`` with the window knob set to ``window`` — the window of a session's model,
+        `harpe_lab.recorded.model_window` — unless they set it (or ``window`` is None). Every
+        view that replays a preset on a session (the CLI, compare, the widgets, the report)
+        builds it so: on a session the agent's window is the model's, not the preset's default."""
         out = dict(knobs)
         k = self.window_knob
         if k is not None and window and out.get(k.name) is None:

@@ -89,6 +89,7 @@ class Compare(_Guarded):
         if not isinstance(conversation, Conversation):
             raise HarpeLabError(f"`conversation` must be a Conversation, but {type(conversation).__name__} was passed.")
         from ..evaluate import with_probe_turn
+        from ..recorded import model_window
 
         self._presets, self._factories = _strategies(strategies)
         budget_knobs = [p.budget_knob for p in self._presets.values() if p.budget_knob is not None]
@@ -106,8 +107,6 @@ class Compare(_Guarded):
         self.measure = _measure(conversation, counter, calibrate, pricing)
         self.counter = self.measure.counter
         self.pricing = self.measure.pricing
-        from ..recorded import model_window
-
         # what a preset's window knob is set to: the limit given, else the recording's model's
         self._model_window = window or model_window(conversation)
         if window is None and self.measure.recorded is not None:
