@@ -117,10 +117,12 @@ def _label(strategy: str, budget: Any) -> str:
 
 
 def _answer(totals: Any, has_retention: bool) -> str:
-    """One sentence: the cheapest strategy (with caching) among those that kept their budget."""
+    """One sentence: the cheapest strategy (with caching) among those that kept their budget on
+    every session (a strategy that refused one is not among them: its totals miss it)."""
     kept = totals[totals["budget_met"].astype(bool)].dropna(subset=["cost_usd_cached"])
     if not len(kept):
-        return "No strategy kept the budget it was compared at; see the notes in the table."
+        return ("No strategy replayed every session within the budget it was compared at; see the notes in the "
+                "table.")
     row = kept.sort_values("cost_usd_cached").iloc[0]
     full = totals[totals["strategy"] == "full"]
     than = ""

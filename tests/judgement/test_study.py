@@ -53,7 +53,7 @@ def _bundled_path(name: str) -> Path:
 
 
 class TestCompareSessions:
-    def test_a_strategy_a_session_refuses_is_said_and_summed_over_the_others(self, capsys):
+    def test_a_strategy_a_session_refuses_is_said_and_summed_over_the_others(self, capsys, tmp_path):
         # Codex refuses a limit above 90% of the window: coding_agent declares 200,000, support_chat none
         # (Codex's own 272,000 then)
         both = [_bundled_path("coding_agent"), _bundled_path("support_chat")]
@@ -64,9 +64,14 @@ class TestCompareSessions:
         assert list(ran["session"]) == ["support_chat"] and totals["refused"] == 1
         assert totals["input_tokens_sum"] == ran["input_tokens_sum"].iloc[0]
         assert totals["budget_note"].startswith("refused in 1 of 2 sessions: high_water must be at most 90% of window")
-        alone = totals_by_strategy(compare_sessions(both[:1], ["codex"], knobs={"high_water": 190_000}, workers=1,
-                                                    progress=False)).iloc[0]
+        refused = compare_sessions(both[:1], ["codex"], knobs={"high_water": 190_000}, workers=1, progress=False)
+        alone = totals_by_strategy(refused).iloc[0]
         assert math.isnan(alone["input_tokens_sum"]) and math.isnan(alone["compactions"]) and alone["refused"] == 1
+        from harpe_lab.study_report import write_study_report
+
+        page = write_study_report(refused, tmp_path).read_text()
+        assert "No strategy replayed every session within the budget it was compared at" in page
+        assert "refused in 1 of 1 session: high_water must be at most 90% of window (180,000)" in page
         code, out, _ = run(["compare", both[0], "--strategies", "codex,full", "--set", "high_water=190000",
                             "--workers", "1"], capsys)
         assert code == 0 and "refused in 1 of 1 session: high_water must be at most 90% of window (180,000)" in out
@@ -168,7 +173,7 @@ class TestTotalsAndReport:
         index = write_study_report(frame, tmp_path)
         page = index.read_text()
         assert page.index("The answer") < page.index("Per session") < page.index("How each session was measured")
-        assert "Cheapest with prompt caching" in page or "No strategy kept" in page
+        assert "Cheapest with prompt caching" in page or "No strategy replayed every session" in page
         assert all((tmp_path / name).is_file() for name in ("cost.png", "session_0.png"))
 
 
