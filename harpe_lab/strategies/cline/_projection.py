@@ -30,25 +30,28 @@ def _truncate_text(text: str, limit: int) -> str:
 
 def _truncate_message(message: Message, limit: int) -> Message:
     """``truncateMessageText``: every text block (file contents and tool results too), in
-    order, cut to what is left of ``limit`` characters."""
+    order, cut to what is left of ``limit`` characters. A message with nothing cut is
+    returned itself: what it sends is the same, and it stays the original message (not a
+    made-up copy the replay would count as dropped)."""
     left = limit
+    changed = False
 
     def cut(text: str) -> str:
-        nonlocal left
-        if left <= 0:
-            return ""
-        out = _truncate_text(text, left)
+        nonlocal left, changed
+        out = _truncate_text(text, left) if left > 0 else ""
         left -= len(out)
+        changed = changed or out != text
         return out
 
     if isinstance(message, UserInput):
         blocks = [("text", cut(b[1])) if b[0] == "text" else ("file", b[1], cut(b[2])) for b in _blocks(message.text)]
-        return UserInput(_join(blocks), message.attachments, message.pinned)
+        return UserInput(_join(blocks), message.attachments, message.pinned) if changed else message
     if isinstance(message, AssistantMessage):
-        return AssistantMessage(cut(message.text), message.calls, message.pinned) if message.text else message
+        text = cut(message.text)
+        return AssistantMessage(text, message.calls, message.pinned) if changed else message
     assert isinstance(message, ToolResults)
-    return ToolResults(tuple(ToolResult(r.id, cut(r.content), r.attachments, r.success) for r in message.results),
-                       message.pinned)
+    results = tuple(ToolResult(r.id, cut(r.content), r.attachments, r.success) for r in message.results)
+    return ToolResults(results, message.pinned) if changed else message
 
 
 def _tool_ids(message: Message) -> set[str]:
@@ -228,9 +231,10 @@ def _project(messages: list[Message], origin: list[int], target: int,
             per_token = max(1.0, size / max(1, ests[k]))
             limit = max(16, math.floor(target * per_token / max(1, len(messages))))
             messages[k] = _truncate_message(m, limit)
-            e = estimate_message(messages[k])
-            total += e - ests[k]
-            ests[k] = e
+            if messages[k] is not m:
+                e = estimate_message(messages[k])
+                total += e - ests[k]
+                ests[k] = e
         k -= 1
     if total <= target:
         return messages, origin, True

@@ -228,6 +228,16 @@ class TestBasicCompaction:
             UserInput("thanks"), *_session()[11:],
         )
 
+    def test_the_valve_keeps_a_message_it_cuts_nothing_of_as_itself(self):
+        from harpe_lab.strategies.cline._projection import _truncate_message
+
+        # project.ts's truncateMessageText, to what is left of the limit, block by block
+        for m in (user("fix it"), reply("Fixed."), results(("c1", "ok"), ("c2", "done"))):
+            assert _truncate_message(m, 1_000) is m  # nothing cut: the original, which the replay counts as sent
+        cut = _truncate_message(results(("c1", "x" * 50), ("c2", "y" * 50)), 60)
+        assert [r.content for r in cut.results] == ["x" * 50, "y" * 10]
+        assert _truncate_message(reply("z" * 40), 20).text == "z\n...[truncated 39 chars]"
+
     def test_the_newest_three_assistant_texts_are_quoted_where_dropped(self):
         msgs = _session()
         msgs[0] = UserInput("fix the bug")
