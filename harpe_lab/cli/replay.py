@@ -97,10 +97,11 @@ def list_presets(out: Any = None) -> None:
     for p in PRESETS.values():
         print(f"{p.name:<{width}}  {p.family:<{family}}  {p.description}", file=out)
         indent = " " * (width + 4)
-        budget = p.budget_knob
+        budget, window = p.budget_knob, p.window_knob
         for k in p.knobs:
             default = "derived" if k.default is None else f"{k.default:,}"
-            flag = "  [--budget]" if budget is not None and k.name == budget.name else ""
+            flag = "  [--budget]" if budget is not None and k.name == budget.name else \
+                "  [--window]" if window is not None and k.name == window.name else ""
             scales = "; scales with the conversation" if k.scales else ""
             print(f"{indent}{k.name} ({k.unit}): default {default}, range {_range(k)}{scales}{flag}", file=out)
             if k.help:
@@ -110,7 +111,9 @@ def list_presets(out: Any = None) -> None:
         print(f"{indent}source: {p.source.replace('`', '')}", file=out)
         if not p.knobs:
             print(f"{indent}no knobs: --budget does not apply", file=out)
-    print("\n--budget N sets the knob marked [--budget]; the other knobs keep their defaults.", file=out)
+    print("\n--budget N sets the knob marked [--budget]; the other knobs keep their defaults. The knob marked "
+          "[--window], the model's context window, is set to the window of the recording's model when the recording "
+          "declares one (--window N to change it); its default applies when it declares none.", file=out)
 
 
 # --- loading --------------------------------------------------------------------------------

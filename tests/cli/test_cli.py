@@ -270,6 +270,9 @@ class TestReplayOutput:
                 assert ("derived" if knob.default is None else f"{knob.default:,}") in line
                 assert f"range {knob.minimum:,} to" in line
                 assert ("[--budget]" in line) == (knob is preset.budget_knob)
+                assert ("[--window]" in line) == (knob is preset.window_knob)
+        assert any(k.startswith("window (tokens)") and "[--window]" in k for k in blocks["codex"])
+        assert not any("[--window]" in k for k in blocks["hybrid"])  # its window counts tool rounds
 
     @pytest.mark.parametrize("name", __import__("harpe_lab.presets").presets.STRATEGIES)
     def test_every_preset_replays(self, chat, capsys, name):
