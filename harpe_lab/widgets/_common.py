@@ -1,5 +1,5 @@
 """What the Explorer and Compare share: sources, callback plumbing, figures, the measure,
-knob ranges and checks."""
+knob ranges and checks (the knobs and options a view is given)."""
 
 from __future__ import annotations
 
@@ -312,6 +312,49 @@ def _full_history_peak(conversation: Conversation, counter: Any) -> int:
     full = replay(conversation, get_preset("full").build(system=conversation.system, counter=counter),
                   counter=counter, name="full")  # fmt: skip
     return int(full.requests["input_tokens"].max()) if len(full) else 1000
+
+
+def _given_knobs(strategy: str, budget: int | None, knobs: dict[str, Any]) -> dict[str, int]:
+    """The knobs passed by name and ``budget`` (set on the preset's budget knob), each checked."""
+    preset = _check_preset(strategy)
+    specs = _knob_specs()
+    for name in knobs:
+        if name not in specs:
+            raise HarpeLabError(f"`{name}` is not a knob of any preset: the knobs are {list(specs)} "
+                                f"(and `budget`, which sets the preset's budget knob).")  # fmt: skip
+    param = {name: name for name in knobs}
+    if budget is not None:
+        target = preset.budget_knob.name if preset.budget_knob is not None else "budget"
+        if target != "budget" and target in knobs:
+            raise HarpeLabError(f"pass `budget` or `{target}`, not both: for {strategy!r} the budget is its {target}.")
+        knobs[target], param[target] = budget, "budget"
+    mine = {k.name: k for k in preset.knobs}
+    given: dict[str, int] = {}
+    for name, value in knobs.items():
+        if value is not None:
+            given[name] = _check_knob(mine.get(name, specs[name]), value, param[name])
+    return given
+
+
+def _check_view_options(*, limit: Any, dpi: float, distill: Any, calibrate: Any, pricing: Any) -> None:
+    """The options both views take, checked before any widget exists: a bad one fails at once,
+    not at the first redraw."""
+    if limit is not None:
+        _limit_tokens(limit)  # a bad count or an unknown model
+    _check_positive("dpi", dpi)
+    if distill is not None and not callable(distill):
+        raise HarpeLabError(f"`distill` must be a callable Rendered -> str | None, but {distill!r} was passed.")
+    _check_measure_options(calibrate, pricing)
+
+
+def _knob_window(limit: int | str | None, conversation: Conversation) -> int | None:
+    """The window a preset's window knob takes in a view: ``limit``'s when given, else the
+    recording's model's (`harpe_lab.recorded.model_window`), as the CLI and compare set it."""
+    if limit is not None:
+        return _limit_tokens(limit)
+    from ..recorded import model_window
+
+    return model_window(conversation)
 
 
 def _limit_tokens(limit: int | str) -> int:

@@ -6,8 +6,8 @@ from typing import Any, Callable, Mapping, Sequence
 
 from ..conversation import Conversation
 from ..errors import HarpeLabError
-from ._common import (_Guarded, _check_knob, _check_measure_options, _check_positive, _check_preset, _figure,
-                      _full_history_peak, _knob_range, _knob_specs, _limit_tokens, _measure, _measure_lines,
+from ._common import (_Guarded, _check_knob, _check_preset, _check_view_options, _figure, _full_history_peak,
+                      _knob_range, _knob_specs, _knob_window, _limit_tokens, _measure, _measure_lines,
                       _nice_step, _png, _reach, _Redraw, _typed_value)
 from ._render import _compare_table_html, _error_html, _measure_html, _message_html
 
@@ -89,17 +89,13 @@ class Compare(_Guarded):
         if not isinstance(conversation, Conversation):
             raise HarpeLabError(f"`conversation` must be a Conversation, but {type(conversation).__name__} was passed.")
         from ..evaluate import with_probe_turn
-        from ..recorded import model_window
 
         self._presets, self._factories = _strategies(strategies)
         budget_knobs = [p.budget_knob for p in self._presets.values() if p.budget_knob is not None]
         if budget is not None:
             budget = _check_knob(budget_knobs[0] if budget_knobs else _knob_specs()["budget"], budget, "budget")
-        if distill is not None and not callable(distill):
-            raise HarpeLabError(f"`distill` must be a callable Rendered -> str | None, but {distill!r} was passed.")
-        _check_positive("dpi", dpi)
-        _check_measure_options(calibrate, pricing)
-        window = None if limit is None else _limit_tokens(limit)  # a bad count or model fails here
+        _check_view_options(limit=limit, dpi=dpi, distill=distill, calibrate=calibrate, pricing=pricing)
+        window = None if limit is None else _limit_tokens(limit)
 
         # probes asked after the last turn are judged at an extra, empty turn
         conversation = with_probe_turn(conversation)
@@ -107,8 +103,7 @@ class Compare(_Guarded):
         self.measure = _measure(conversation, counter, calibrate, pricing)
         self.counter = self.measure.counter
         self.pricing = self.measure.pricing
-        # what a preset's window knob is set to: the limit given, else the recording's model's
-        self._model_window = window or model_window(conversation)
+        self._model_window = _knob_window(limit, conversation)
         if window is None and self.measure.recorded is not None:
             window = self.measure.recorded.window
         self.limit = limit

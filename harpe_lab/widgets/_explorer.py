@@ -9,44 +9,18 @@ from typing import Any, Callable, Iterator, Mapping
 
 from ..conversation import Conversation
 from ..errors import HarpeLabError
-from ._common import (_Guarded, _check_knob, _check_measure_options, _check_positive, _check_preset, _figure,
-                      _full_history_peak, _knob_range, _knob_specs, _limit_tokens, _measure, _measure_lines,
+from ._common import (_Guarded, _check_positive, _check_view_options, _figure, _full_history_peak,
+                      _given_knobs, _knob_range, _knob_specs, _knob_window, _limit_tokens, _measure, _measure_lines,
                       _nice_step, _reach, _Redraw, _sources, _typed_value)
 from ._render import _COUNTS, _error_html, _measure_html, _message_html, _summary_html, render_request_html
 
 __all__ = ["Explorer"]
 
 
-def _given_knobs(strategy: str, budget: int | None, knobs: dict[str, Any]) -> dict[str, int]:
-    """The knobs passed by name and ``budget`` (set on the preset's budget knob), each checked."""
-    preset = _check_preset(strategy)
-    specs = _knob_specs()
-    for name in knobs:
-        if name not in specs:
-            raise HarpeLabError(f"`{name}` is not a knob of any preset: the knobs are {list(specs)} "
-                                f"(and `budget`, which sets the preset's budget knob).")  # fmt: skip
-    param = {name: name for name in knobs}
-    if budget is not None:
-        target = preset.budget_knob.name if preset.budget_knob is not None else "budget"
-        if target != "budget" and target in knobs:
-            raise HarpeLabError(f"pass `budget` or `{target}`, not both: for {strategy!r} the budget is its {target}.")
-        knobs[target], param[target] = budget, "budget"
-    mine = {k.name: k for k in preset.knobs}
-    given: dict[str, int] = {}
-    for name, value in knobs.items():
-        if value is not None:
-            given[name] = _check_knob(mine.get(name, specs[name]), value, param[name])
-    return given
-
-
 def _check_options(*, limit: Any, dpi: float, figsize: Any, cache_size: Any, datasets: Any, distill: Any,
                    calibrate: Any, pricing: Any) -> None:  # fmt: skip
     """Every other argument checked before any widget exists, so a bad one fails at once."""
-    from ..models import model_input_limit
-
-    if limit is not None:
-        model_input_limit(limit)  # a bad count or an unknown model fails here, not at the first redraw
-    _check_positive("dpi", dpi)
+    _check_view_options(limit=limit, dpi=dpi, distill=distill, calibrate=calibrate, pricing=pricing)
     if not (isinstance(figsize, (tuple, list)) and len(figsize) == 2):
         raise HarpeLabError(f"`figsize` must be a (width, height) pair in inches, but {figsize!r} was passed.")
     for value in figsize:
@@ -55,9 +29,6 @@ def _check_options(*, limit: Any, dpi: float, figsize: Any, cache_size: Any, dat
         raise HarpeLabError(f"`cache_size` must be an int >= 1, but {cache_size!r} was passed.")
     if not isinstance(datasets, bool):
         raise HarpeLabError(f"`datasets` must be True or False, but {datasets!r} was passed.")
-    if distill is not None and not callable(distill):
-        raise HarpeLabError(f"`distill` must be a callable Rendered -> str | None, but {distill!r} was passed.")
-    _check_measure_options(calibrate, pricing)
 
 
 
@@ -311,15 +282,6 @@ class Explorer(_Guarded):
         recorded = self.measure.recorded
         return None if recorded is None else recorded.window
 
-    def _model_window(self) -> int | None:
-        """What a preset's window knob starts at: ``limit``'s window when given, else the
-        recording's model's (`harpe_lab.recorded.model_window`)."""
-        if self.limit is not None:
-            return _limit_tokens(self.limit)
-        from ..recorded import model_window
-
-        return model_window(self._conversation())
-
     def parameters(self) -> dict[str, Any]:
         """The knob values the picked preset is built with (``None``: derived, "auto")."""
         out: dict[str, Any] = {}
@@ -388,8 +350,8 @@ class Explorer(_Guarded):
                     value = given
                 elif self._fitted.get(name) == knob.unit and lo <= slider.value <= hi:
                     value = slider.value  # the same quantity (hybrid's "window" counts rounds, not tokens)
-                elif knob is preset.window_knob and self._model_window():
-                    value = self._model_window()  # as compare and the CLI replay a session: at the model's window
+                elif knob is preset.window_knob and (model := _knob_window(self.limit, self._conversation())):
+                    value = model
                 elif knob.default is not None and knob.default <= hi:
                     value = knob.default
                 else:
