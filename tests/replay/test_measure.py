@@ -52,6 +52,41 @@ def session(requests: list[tuple[str, int, int, int]], *, compact_after: int | N
 class TestCalibratedByDefault:
     @real
     @pytest.mark.real_data
+    @pytest.mark.parametrize("name", COMPACTED)
+    def test_the_bill_is_each_reply_s_final_usage(self, name):
+        """The recorded cost, read from the file independently: one usage per API message, from
+        its last record. Claude Code writes a record per content block while it streams, and
+        the earlier ones carry a partial ``output_tokens`` (10 where the reply made 299)."""
+        path = CLAUDE / f"{name}.jsonl"
+        first: dict[str, dict] = {}
+        last: dict[str, dict] = {}
+        with path.open(encoding="utf-8") as lines:
+            for line in lines:
+                record = json.loads(line)
+                if record.get("type") == "system" and record.get("subtype") == "compact_boundary":
+                    break
+                message = record.get("message")
+                if record.get("type") == "assistant" and isinstance(message, dict) and message.get("usage"):
+                    first.setdefault(message["id"], message["usage"])
+                    last[message["id"]] = message["usage"]
+        rec = recorded(_load(path))
+        calls = rec.calls[rec.calls["request"] < rec.compactions[0].request]
+        assert len(calls) == len(last)
+        price = rec.pricing.for_call(calls["model"].iloc[0])
+
+        def bill(usages: dict[str, dict]) -> float:
+            return sum(price.billed(u["input_tokens"] + u["cache_read_input_tokens"] + u["cache_creation_input_tokens"],
+                                    u["cache_read_input_tokens"], u["cache_creation_input_tokens"],
+                                    u["output_tokens"])[1] for u in usages.values())
+
+        assert calls["output_tokens"].sum() == sum(u["output_tokens"] for u in last.values())
+        assert float(calls["cost_usd_cached"].sum()) == pytest.approx(bill(last), rel=1e-9)
+        if name.startswith("4d5611e5"):
+            # the first records would undercount the replies by 13,248 tokens: $4.62 against $4.95
+            assert (round(bill(last), 2), round(bill(first), 2)) == (4.95, 4.62)
+
+    @real
+    @pytest.mark.real_data
     @pytest.mark.parametrize("name", COMPACTED + ["short", "subagent", "tool_heavy"])
     def test_full_costs_what_the_provider_billed(self, name, capsys):
         """The default CLI replay of `full` within 5% of the recorded cost with caching,
