@@ -21,6 +21,12 @@ fit falls back to an offset only (factor 1); a line whose factor lies outside
 to a factor only (offset 0), or failing that to the offset only. Every fallback warns (`CalibrationWarning`) and is named
 in ``Calibration.method`` and ``Calibration.notes``.
 
+One model
+---------
+Requests by different models are not pooled: the fit takes the model that made the most
+recorded calls, and the others are left out (`CalibrationWarning`; ``per_model`` still fits
+each on its own).
+
 Out-of-sample error
 -------------------
 ``error_after`` is measured on the points the fit saw, which flatters it. ``error_holdout``
@@ -194,6 +200,25 @@ def _holdout(frame: Any, sessions: list[str]) -> tuple[Any, str, list[str]]:
     return predicted, f"fitted on the first {half} requests, tested on the last {n - half}", notes
 
 
+def _main_model(frame: Any) -> tuple[Any, str]:
+    """The points of the model that made the most recorded calls, and what was left out
+    ("" when one model made them all). Another model counts with its own tokenizer and may
+    be sent another prompt (the real Cline session's last call, by a second model, read
+    12,238 tokens after 51,852): one line through both fits neither."""
+    counts = frame.groupby("model")["recorded"].agg(["size", "sum"])
+    if len(counts) < 2:
+        return frame, ""
+    main = counts.sort_values(["size", "sum"], ascending=False, kind="stable").index[0]
+    others = counts.drop(main)
+    dropped = int(others["size"].sum())
+    named = ", ".join(f"{n:,} of {m or 'an unnamed model'}" for m, n in others["size"].items())
+    return frame[frame["model"] == main].reset_index(drop=True), (
+        f"calibrate: fitted to the {int(counts.loc[main, 'size']):,} requests of {main or 'an unnamed model'}, the "
+        f"model of most calls; {dropped:,} request{'s' * (dropped != 1)} by another model left out ({named}): "
+        "another model counts with its own tokenizer and may be sent another prompt"
+    )
+
+
 def calibrate(conversations: Conversation | Iterable[Conversation], counter: Any, *,
               tools: Sequence[Mapping[str, Any]] = (), system: str | None = None) -> Calibration:
     """Fit ``counter`` to the provider-reported input tokens recorded in one conversation or
@@ -219,10 +244,18 @@ def calibrate(conversations: Conversation | Iterable[Conversation], counter: Any
             f"{which} records no provider input tokens before its first compaction; calibration needs a journal "
             "or import with usage (harpe.metering.usage, Claude Code usage)"
         )
-    sessions = [n for n in names if n not in empty]
     notes: list[str] = []
     if empty:
         notes.append(f"{len(empty)} conversation(s) without recorded usage left out: {', '.join(empty)}")
+    per_model = {}
+    for m, g in frame.groupby("model"):
+        f_m, o_m, _, _ = _fit(g["simulated"].to_numpy(), g["recorded"].to_numpy())
+        per_model[m] = (f_m, o_m)
+    frame, left_out = _main_model(frame)
+    if left_out:
+        notes.append(left_out)
+        warnings.warn(left_out, CalibrationWarning, stacklevel=2)
+    sessions = [n for n in names if n in set(frame["session"])]
 
     sim = frame["simulated"].to_numpy()
     rec = frame["recorded"].to_numpy()
@@ -233,10 +266,6 @@ def calibrate(conversations: Conversation | Iterable[Conversation], counter: Any
                    "Pool more conversations, or longer ones, for a full fit")
         notes.append(message)
         warnings.warn(message, CalibrationWarning, stacklevel=2)
-    per_model = {}
-    for m, g in frame.groupby("model"):
-        f_m, o_m, _, _ = _fit(g["simulated"].to_numpy(), g["recorded"].to_numpy())
-        per_model[m] = (f_m, o_m)
     frame["calibrated"] = factor * sim + offset
     predicted, holdout, holdout_notes = _holdout(frame, sessions)
     frame["holdout"] = predicted
