@@ -384,7 +384,8 @@ def tune(sources: Iterable[Any], strategy: str, *, knob: str | None = None, lo: 
          no_overshoot: bool = False, points: int = 8, knobs: Mapping[str, int] | None = None,
          pricing: Any = "auto", workers: int | None = None, executor: Any = None, progress: bool = True) -> Tuning:
     """Search ``knob`` of the preset ``strategy`` (default: its budget knob) between ``lo``
-    and ``hi`` (default: its range up to the window of the sessions' model): ``points`` values
+    and ``hi`` (default: its range up to the window of the sessions' model, or, where no
+    session states one, up to the largest recorded request): ``points`` values
     spread evenly, then as many again between the best one's neighbours; recommend the value
     with the least ``objective`` (``"cost"``: cost with caching, ``"tokens"``: tokens sent)
     among those that keep ``min_retention`` (needs sessions with probes) and, with
@@ -397,18 +398,17 @@ def tune(sources: Iterable[Any], strategy: str, *, knob: str | None = None, lo: 
 
     if objective not in ("cost", "tokens"):
         raise StrategyError(f"objective must be one of ['cost', 'tokens'], but {objective!r} was passed")
-    target = _knob_to_tune(get_preset(strategy), strategy, knob)
+    preset = get_preset(strategy)
+    target = _knob_to_tune(preset, strategy, knob)
     convs = load_sessions(sources)
     windows = [w for w in (model_window(c) for c in convs) if w]
     window = min(windows) if windows else None
-    # a threshold reaches up to the window (a strategy may refuse the window itself)
-    high = hi if hi is not None else (target.maximum or (min(windows) - 1 if windows else 10 * (target.default or 1000)))
+    measures = _measures(convs, counter="cl100k_base", calibrate=True, pricing=pricing)
+    high = hi if hi is not None else (target.maximum or _top(preset, windows, measures.values(), target))
     low = max(target.minimum, lo if lo is not None else high // 5)
     if not low < high:
         raise StrategyError(f"--knob {target.name}={low}:{high}: the range is empty; give LO < HI")
     column = "cost_usd_cached" if objective == "cost" else "input_tokens_sum"
-
-    measures = _measures(convs, counter="cl100k_base", calibrate=True, pricing=pricing)
 
     def run(values: Sequence[int]) -> Any:
         rows = []
@@ -452,6 +452,20 @@ def tune(sources: Iterable[Any], strategy: str, *, knob: str | None = None, lo: 
     priced = sum(m.pricing is not None for m in measures.values())
     reason = _why_best(objective, tried.loc[best, column], len(convs), priced)
     return Tuning(strategy, target.name, value, objective, tried, frontier, reason, window)
+
+
+def _top(preset: Any, windows: Sequence[int], measures: Iterable[Any], target: Any) -> int:
+    """Where a threshold's default range ends: below the sessions' window (a strategy may
+    refuse the window itself). Where no session states one, at the largest request recorded
+    (above it nothing compacts), below the window the preset then runs at; else ten times
+    the knob's default."""
+    if windows:
+        return min(windows) - 1
+    peak = max((m.recorded.peak_input_tokens for m in measures if m.recorded is not None), default=0)
+    knob = preset.window_knob
+    if knob is not None and knob.default and peak >= knob.default:
+        peak = knob.default - 1
+    return peak or 10 * (target.default or 1000)
 
 
 def _why_none(tried: Any, column: str, span: str, min_retention: float | None, no_overshoot: bool) -> str:
@@ -545,6 +559,13 @@ def agent_setting(strategy: str, values: Mapping[str, Any]) -> str:
         share = int(values["high_water"]) / window
         return (f'"model": {{"compressionThreshold": {share:.2f}}}   # Gemini CLI settings.json: compress at '
                 f"{share:.0%} of the {window:,}-token window")
+    if strategy in ("cline-basic", "cline-agentic") and "high_water" in values:
+        # the SDK has no trigger setting: it compacts at 90% of the model's max input, which a
+        # provider's contextWindow sets (handler-factory.ts); the smallest window whose 90% reaches it
+        high_water = int(values["high_water"])
+        window = -(-high_water * 10 // 9)
+        return (f'"contextWindow": {window}   # Cline: the provider\'s "settings" in ~/.cline/data/settings/'
+                f"providers.json; compaction fires at 90% of it, {math.floor(window * 0.9):,} tokens")
     if strategy == "summarizing" and "high_water" in values:
         low = values.get("low_water")
         low_text = f", low_water_chars={int(low)}" if low else ""

@@ -220,7 +220,8 @@ def _add_study(sub: Any, common: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--strategy", required=True, metavar="NAME", help="the preset to tune")
     p.add_argument("--knob", default=None, metavar="KNOB=LO:HI",
-                   help="the knob and its range (default: the budget knob, up to the model's window)")
+                   help="the knob and its range (default: the budget knob, up to the model's window, or to the "
+                        "largest recorded request where no window is known)")
     p.add_argument("--objective", type=_choice("--objective", ("cost", "tokens")), default="cost",
                    help="cost (with caching, default) or tokens (sent)")
     p.add_argument("--min-retention", type=float, default=None, metavar="X",

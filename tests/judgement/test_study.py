@@ -16,6 +16,7 @@ from harpe_lab import datasets
 from harpe_lab.cli import main
 from harpe_lab.conversation import Conversation, Turn
 from harpe_lab.messages import AssistantMessage, Usage, UserInput
+from harpe_lab.presets import make_strategy
 from harpe_lab.study import agent_setting, compare_sessions, totals_by_strategy, tune
 from tests._support.data import REAL_DATA
 
@@ -257,6 +258,21 @@ class TestTune:
         assert f.loc[f["n"] == result.value, "cost_usd_cached"].iloc[0] == f["cost_usd_cached"].min()
         assert result.reason.startswith("the least cost with caching over 3 sessions: $")
 
+    def test_without_a_window_the_range_ends_at_the_largest_request(self):
+        # nothing states the window: the values worth trying end where the recorded requests
+        # do (above, nothing compacts), and stay under the window the preset runs at (128,000)
+        turns = tuple(Turn(UserInput(f"question {k}"), (AssistantMessage("a" * 4_000 * (k + 1)),),
+                           usage=(Usage(30_000 + 1_000 * k, 10, model="m"),)) for k in range(8))
+        result = tune([Conversation(turns, id="no-window")], "cline-basic", objective="tokens", points=3,
+                      workers=1, progress=False)
+        assert result.frame["high_water"].max() == 37_000 and result.frame["high_water"].min() == 37_000 // 5
+        assert result.window is None
+        big = tuple(Turn(t.input, t.messages, usage=(Usage(200_000 + t.usage[0].input_tokens, 10, model="m"),))
+                    for t in turns)
+        result = tune([Conversation(big, id="over")], "cline-basic", objective="tokens", points=3, workers=1,
+                      progress=False)
+        assert result.frame["high_water"].max() == 127_999
+
     def test_a_retention_floor_no_value_meets(self):
         result = tune(bundled(), "chain", knob="n", lo=2, hi=6, points=3, min_retention=1.01, workers=1,
                       progress=False)
@@ -286,6 +302,15 @@ class TestTune:
         assert agent_setting("summarizing", {"high_water": 8000, "low_water": 16000}) == \
             "SummarizingContext(system, high_water_tokens=8000, low_water_chars=16000)   # Harpe"
         assert agent_setting("chain", {"n": 5}) == ""
+
+    @pytest.mark.parametrize("high_water", [1, 8_000, 100_000, 115_199, 230_401])
+    def test_cline_s_setting_gives_back_the_tuned_trigger(self, high_water):
+        # Cline compacts at 90% of the window a provider states: the window the line prints,
+        # given back to the preset, triggers at the tuned value
+        line = agent_setting("cline-basic", {"high_water": high_water})
+        window = int(line.split('"contextWindow": ')[1].split()[0])
+        assert make_strategy("cline-basic", window=window)().limit.tokens == high_water
+        assert f"{high_water:,} tokens" in line and line == agent_setting("cline-agentic", {"high_water": high_water})
 
     def test_bad_arguments_are_one_line(self, capsys):
         code, _, err = run(["tune", "x.jsonl", "--strategy", "chain", "--knob", "n=5"], capsys)
