@@ -16,7 +16,7 @@ from ...protocol import Compaction, ContextCompacted, Distill, EventHub, Limit, 
 from .._lifecycle import Summarizes, TurnLifecycle
 from .._validate import check_int
 from ..harpe import _lead, distill_request
-from ._measures import _measure, _tool_names, estimate_tokens
+from ._measures import _measure, _measured, _tool_names, estimate_tokens
 from ._shared import OUTPUT_DIR, _check_context, _check_fraction, _drain_edits, _fraction_of, _history_end, _safe
 
 TOKEN_LIMIT = 1_048_576
@@ -198,7 +198,6 @@ class ChatCompressionContext(TurnLifecycle, Summarizes):
         self._summary = ""
         self._saved = 0  # outputs saved to a file so far (getNextCompressionTruncationId)
         self._edits: set[int] | None = set()  # places replaced since the last request (None: the list was)
-        self._measures: dict[int, tuple[Message, int, float]] = {}  # id -> (message, JSON units, estimate)
         self._trigger = config.trigger  # asked at every request; the config is frozen
         self._marked_state: tuple = (0, "")  # the count and the summary at the turn's start
 
@@ -239,14 +238,6 @@ class ChatCompressionContext(TurnLifecycle, Summarizes):
         changed = self._reported >= self._trigger and self._compress()
         self._edits, edits = _drain_edits(self._edits)
         return self._send(deferred(self._base_system, self._transcript), changed or edits is None or bool(edits), edits)
-
-    def _measured(self, message: Message, names: dict[str, str]) -> tuple[int, float]:
-        # a kept message is measured again at every compression: measured once, remembered
-        # while it is in the history (the entry holds it, so its id cannot be reused)
-        known = self._measures.get(id(message))
-        if known is None or known[0] is not message:
-            known = self._measures[id(message)] = (message, *_measure(message, names))
-        return known[1], known[2]
 
     def _path(self, tool: str) -> str:
         self._saved += 1
@@ -335,7 +326,7 @@ class ChatCompressionContext(TurnLifecycle, Summarizes):
             return False
         truncated = self._truncate(history, names)
         if self._latched:  # an inflated compression latched: truncation only, never a summary
-            new = math.floor(sum(self._measured(m, names)[1] for m in truncated))
+            new = math.floor(sum(_measured(m, names)[2] for m in truncated))
             if new >= original:
                 return False
             changed = [k for k, (a, b) in enumerate(zip(history, truncated)) if a is not b]
@@ -346,21 +337,15 @@ class ChatCompressionContext(TurnLifecycle, Summarizes):
             self._reported = new
             self._events.emit(Compression("truncated", original, new))
             return bool(changed)
-        cache = self._measures
-        measures = []  # (message, JSON units, estimate) of each message of `truncated`
-        for m in truncated:  # _measured, inlined: every message of the history, at every compression
-            known = cache.get(id(m))
-            if known is None or known[0] is not m:
-                known = cache[id(m)] = (m, *_measure(m, names))
-            measures.append(known)
-        sizes = [size for _, size, _ in measures]
+        measures = [_measured(m, names) for m in truncated]  # (message, JSON units, estimate, …)
+        sizes = [known[1] for known in measures]
         split = split_point(truncated, sizes, 1 - c.preserve)
         if split == 0:
             return False  # no plain user message to cut before: nothing to compress
         folded = history[:split]
         # the summarizer gets the original history unless that alone is over the window (a
         # message truncation left as it was is measured already)
-        folded_estimate = sum(measures[k][2] if m is measures[k][0] else self._measured(m, names)[1]
+        folded_estimate = sum(measures[k][2] if m is measures[k][0] else _measured(m, names)[2]
                               for k, m in enumerate(folded))
         final = self._summarize(folded if math.floor(folded_estimate) < c.window else truncated[:split])
         if final is None:
@@ -370,7 +355,7 @@ class ChatCompressionContext(TurnLifecycle, Summarizes):
             return False
         head = [UserInput(snapshot_message(final)), AssistantMessage(ACKNOWLEDGEMENT)]
         new = math.floor(_measure(head[0], names)[1] + _measure(head[1], names)[1]
-                         + sum(estimate for _, _, estimate in measures[split:]))
+                         + sum(known[2] for known in measures[split:]))
         new_history = head + truncated[split:]
         if new > original:
             self._latched = True  # client.ts: only automatic attempts latch, and every one here is
@@ -378,8 +363,6 @@ class ChatCompressionContext(TurnLifecycle, Summarizes):
             return False
         self._transcript = new_history + pending
         self._edits = None
-        # only the kept messages can be measured again
-        self._measures = {id(m): self._measures[id(m)] for m in truncated[split:] if id(m) in self._measures}
         self._summary = final
         self._reported = new  # a new chat: its count is the estimate until the next reply
         self._events.emit(Compression("compressed", original, new))

@@ -13,7 +13,7 @@ from functools import lru_cache
 from typing import Iterable
 
 from ..._text import hidden_chars
-from ...messages import AssistantMessage, Message, UserInput
+from ...messages import AssistantMessage, Message, ToolResults, UserInput
 
 _FULL_HEURISTIC_CHARS = 100_000  # MAX_CHARS_FOR_FULL_HEURISTIC
 
@@ -141,3 +141,22 @@ def _measure(message: Message, names: dict[str, str]) -> tuple[int, float]:
         size += 53 + name_units + units
         estimate += (name_length + len('{"output":}') + units) / 4  # _response_tokens, escaped once
     return size + max(0, len(message.results) - 1), estimate
+
+
+_MEASURED: dict[int, tuple] = {}  # id(message) -> (message, JSON units, estimate, its results' tool names)
+_MEASURED_SIZE = 1 << 17
+
+
+def _measured(message: Message, names: dict[str, str]) -> tuple:
+    """``(message, *_measure(message, names), …)``, memoized by identity, as Harpe's character
+    measure is (`harpe_lab._text.message_chars`): a compression measures the whole history,
+    and a replay of the same session again (another knob value) measures the same messages.
+    A results message is measured again when its tools' names differ."""
+    hit = _MEASURED.get(id(message))
+    key = tuple([names.get(r.id, "") for r in message.results]) if isinstance(message, ToolResults) else None
+    if hit is not None and hit[0] is message and hit[3] == key:
+        return hit
+    if len(_MEASURED) >= _MEASURED_SIZE:
+        _MEASURED.clear()
+    hit = _MEASURED[id(message)] = (message, *_measure(message, names), key)
+    return hit

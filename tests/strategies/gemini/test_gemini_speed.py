@@ -101,6 +101,18 @@ class TestGeminiMeasures:
         names = {f"c{k}": name for k, (name, _) in enumerate(pairs)} if named else {}
         assert gemini._measure(message, names) == _plain_measure(message, names)
 
+    def test_a_message_is_measured_once_for_its_tools_names(self):
+        # remembered by identity across replays; a results message is measured by its tools' names
+        from harpe_lab.strategies.gemini._measures import _measured
+
+        message = results(("c1", "line\n" * 50))
+        short, long = _measured(message, {"c1": "ls"}), _measured(message, {"c1": "a_much_longer_tool_name"})
+        assert long[1] - short[1] == len("a_much_longer_tool_name") - len("ls")
+        assert _measured(message, {"c1": "a_much_longer_tool_name"}) is long
+        assert short[1:3] == gemini._measure(message, {"c1": "ls"}) == _plain_measure(message, {"c1": "ls"})
+        twin = results(("c1", "line\n" * 50))
+        assert _measured(twin, {"c1": "ls"})[0] is twin
+
     def test_units_of_every_ascii_character(self):
         every = "".join(map(chr, range(128)))
         for text in (every, every * 3, "", '"', "\\", "\x7f", "\x0b\x00\n"):
