@@ -403,12 +403,13 @@ def tune(sources: Iterable[Any], strategy: str, *, knob: str | None = None, lo: 
     convs = load_sessions(sources)
     windows = [w for w in (model_window(c) for c in convs) if w]
     window = min(windows) if windows else None
-    measures = _measures(convs, counter="cl100k_base", calibrate=True, pricing=pricing)
-    high = hi if hi is not None else (target.maximum or _top(preset, windows, measures.values(), target))
+    high = hi if hi is not None else (target.maximum or _top(preset, windows, convs, target))
     low = max(target.minimum, lo if lo is not None else high // 5)
     if not low < high:
         raise StrategyError(f"--knob {target.name}={low}:{high}: the range is empty; give LO < HI")
     column = "cost_usd_cached" if objective == "cost" else "input_tokens_sum"
+
+    measures = _measures(convs, counter="cl100k_base", calibrate=True, pricing=pricing)
 
     def run(values: Sequence[int]) -> Any:
         rows = []
@@ -454,14 +455,16 @@ def tune(sources: Iterable[Any], strategy: str, *, knob: str | None = None, lo: 
     return Tuning(strategy, target.name, value, objective, tried, frontier, reason, window)
 
 
-def _top(preset: Any, windows: Sequence[int], measures: Iterable[Any], target: Any) -> int:
+def _top(preset: Any, windows: Sequence[int], convs: Sequence[Conversation], target: Any) -> int:
     """Where a threshold's default range ends: below the sessions' window (a strategy may
     refuse the window itself). Where no session states one, at the largest request recorded
     (above it nothing compacts), below the window the preset then runs at; else ten times
     the knob's default."""
     if windows:
         return min(windows) - 1
-    peak = max((m.recorded.peak_input_tokens for m in measures if m.recorded is not None), default=0)
+    from .recorded import recorded
+
+    peak = max((recorded(c).peak_input_tokens for c in convs), default=0)
     knob = preset.window_knob
     if knob is not None and knob.default and peak >= knob.default:
         peak = knob.default - 1
