@@ -273,6 +273,21 @@ class TestTune:
                       progress=False)
         assert result.frame["high_water"].max() == 127_999
 
+    def test_a_value_every_request_goes_over_is_flagged(self):
+        # requests of 30,000+ tokens, nearly all of it what the file lacks (a system prompt and
+        # tools): below that, the least cost is a value the agent cannot keep
+        turns = tuple(Turn(UserInput(f"question {k}"), (AssistantMessage("a" * 4_000 * (k + 1)),),
+                           usage=(Usage(30_000 + 1_000 * k, 10, model="m"),)) for k in range(8))
+        sessions = [Conversation(turns, id="fixed-prompt")]
+        low = tune(sessions, "cline-basic", objective="tokens", lo=2_000, hi=10_000, points=3, workers=1,
+                   progress=False)
+        assert low.reason.endswith("but every request went over it (8): what a request sends even after compacting "
+                                   "(the agent's system prompt and tools) is above it, so the agent cannot keep it; "
+                                   "no_overshoot (--no-overshoot) keeps to values it can")
+        fits = tune(sessions, "cline-basic", objective="tokens", lo=33_000, hi=37_000, points=3, workers=1,
+                    progress=False)
+        assert fits.value == 36_000 and fits.reason == "the least tokens sent over 1 session: 265,655 tokens"
+
     def test_a_retention_floor_no_value_meets(self):
         result = tune(bundled(), "chain", knob="n", lo=2, hi=6, points=3, min_retention=1.01, workers=1,
                       progress=False)
