@@ -454,12 +454,8 @@ def tune(sources: Iterable[Any], strategy: str, *, knob: str | None = None, lo: 
                       f"{target.name} changes nothing on these sessions between {low:,} and {high:,} (no value "
                       "compacts differently): there is nothing to tune here", window)
     priced = sum(m.pricing is not None for m in measures.values())
-    reason = _why_best(objective, tried.loc[best, column], len(convs), priced)
-    over = int(tried.loc[best, "overshoots"])
-    if over >= requests[0] > 0:
-        reason += (f"; but every request went over it ({over:,}): what a request sends even after compacting "
-                   "(the agent's system prompt and tools) is above it, so the agent cannot keep it; "
-                   "no_overshoot (--no-overshoot) keeps to values it can")
+    reason = _why_best(objective, tried.loc[best, column], len(convs), priced, int(tried.loc[best, "overshoots"]),
+                       requests[0])
     return Tuning(strategy, target.name, value, objective, tried, frontier, reason, window)
 
 
@@ -507,13 +503,19 @@ def _knob_to_tune(preset: Any, strategy: str, knob: str | None) -> Any:
     return target
 
 
-def _why_best(objective: str, amount: Any, sessions: int, priced: int) -> str:
-    """The recommendation's reason: the least cost (or tokens) and over how many sessions."""
+def _why_best(objective: str, amount: Any, sessions: int, priced: int, overshoots: int, requests: int) -> str:
+    """The recommendation's reason: the least cost (or tokens) and over how many sessions;
+    and when every one of the ``requests`` went over the value, that the agent cannot keep it."""
     label = "cost with caching" if objective == "cost" else "tokens sent"
     shown = f"${amount:,.2f}" if objective == "cost" else f"{int(amount):,} tokens"
     over = _count(sessions, "session") + ("" if objective != "cost" or priced == sessions
                                           else f" ({priced} of them priced)")
-    return f"the least {label} over {over}: {shown}"
+    why = f"the least {label} over {over}: {shown}"
+    if overshoots >= requests > 0:
+        why += (f"; but every request went over it ({overshoots:,}): what a request sends even after compacting "
+                "(the agent's system prompt and tools) is above it, so the agent cannot keep it; "
+                "no_overshoot (--no-overshoot) keeps to values it can")
+    return why
 
 
 def _best(tried: Any, column: str, min_retention: float | None, no_overshoot: bool) -> int | None:
