@@ -161,6 +161,23 @@ class Recorded:
         mine = frame.loc[frame["request"].isin(calls["request"]), "cost_usd_cached"].sum(min_count=1)
         return float(mine), float(calls["cost_usd_cached"].sum(min_count=1)), len(calls)
 
+    def unrecorded(self) -> list[int]:
+        """The requests `against` leaves out: sent before the first recorded compaction (in the
+        whole session without one) but with no recorded call — a tool round whose turn ended
+        without a reply the recording kept (Claude Code stopped by a hook, a cut-off session)."""
+        billed = set(self.calls["request"])
+        return [k for k in range(self._compared_until) if k not in billed]
+
+    def compared(self) -> str:
+        """What `against` compares, as every surface states it: "61 recorded calls; request 18
+        left out: no recorded call"."""
+        calls, gaps = len(self.until(self._compared_until)), self.unrecorded()
+        text = f"{calls:,} recorded call{'s' * (calls != 1)}"
+        if gaps:  # they are in a replay's table: without this, summing its rows would not give the figure
+            shown = ", ".join(str(k) for k in gaps[:12]) + (f", … ({len(gaps) - 12} more)" if len(gaps) > 12 else "")
+            text += f"; request{'s' * (len(gaps) > 1)} {shown} left out: no recorded call"
+        return text
+
     def missed(self) -> tuple[int, float]:
         """``(calls, USD)``: the cache misses (`misses`) among the calls `against` compares,
         and what they added to the recorded cost with caching."""

@@ -239,8 +239,7 @@ def _against_recorded(frame: Any, m: Any) -> list[str]:
     lines = [f"replayed compactions: {_requests(replayed)} · recorded: {_requests(recorded)}"]
     mine, theirs, calls = rec.against(frame)
     if not (math.isnan(mine) or math.isnan(theirs)) and theirs > 0:
-        where = (f"before the first recorded compaction ({calls:,} recorded calls)" if recorded
-                 else f"over the {calls:,} recorded calls")
+        where = f"{'before the first recorded compaction' if recorded else 'over the whole session'} ({rec.compared()})"
         missed, extra = rec.missed()
         beside = ""
         if missed and not math.isnan(extra) and theirs > extra:
@@ -354,7 +353,8 @@ def _cost_against(frame: Any, m: Any) -> dict[str, Any] | None:
     missed, extra = m.recorded.missed()
     return {"replayed_usd": round(mine, 6), "recorded_usd": round(theirs, 6), "calls": calls,
             "until_request": m.recorded.compactions[0].request if m.recorded.compactions else None,
-            "cache_misses": missed, "cache_misses_usd": None if math.isnan(extra) else round(extra, 6)}
+            "cache_misses": missed, "cache_misses_usd": None if math.isnan(extra) else round(extra, 6),
+            "unrecorded_requests": m.recorded.unrecorded()}
 
 
 def _json_doc(args: argparse.Namespace, conversation: Any, budget: int | None, window: tuple[int | None, str], m: Any,

@@ -16,7 +16,7 @@ from harpe_lab.conversation import Conversation, RecordedCompaction, Turn
 from harpe_lab.errors import ConversationIndexError, HarpeLabError
 from harpe_lab.importers import save_conversation
 from harpe_lab.measure import measure
-from harpe_lab.messages import AssistantMessage, Usage, UserInput
+from harpe_lab.messages import AssistantMessage, ToolCall, ToolResult, ToolResults, Usage, UserInput
 from harpe_lab.models import AutoPricing, CallPricing, Pricing
 from harpe_lab.recorded import recorded
 from harpe_lab.replay import replay
@@ -105,6 +105,15 @@ class TestCalibratedByDefault:
         assert stated["calls"] == len(calls) and stated["until_request"] == (points[0]["request"] if points else None)
         assert stated["replayed_usd"] == pytest.approx(mine, abs=1e-5)
         assert stated["recorded_usd"] == pytest.approx(theirs, abs=1e-5)
+        # a request the recording holds no call for is in the table but not in the comparison, and said so
+        unbilled = [r["request"] for r in doc["requests"] if r["request"] < cut and r["recorded_input_tokens"] is None]
+        assert stated["unrecorded_requests"] == unbilled
+        if name.startswith("4d5611e5"):
+            # the review's $4.90: the first 61 rows, which hold request 18 (no recorded call, the
+            # turn ended after its tool round) and leave out request 61, the last call billed
+            assert unbilled == [18] and cut == 62
+            first_61 = sum(r["cost_usd_cached"] for r in doc["requests"][:61])
+            assert (round(first_61, 2), round(mine, 2)) == (4.90, 4.95)
 
     @real
     @pytest.mark.real_data
@@ -222,6 +231,22 @@ class TestPricedPerCall:
 
 
 class TestRecorded:
+    def test_a_request_without_a_recorded_call_is_left_out_and_named(self):
+        # turn 0 ends on its tool round's results with no reply recorded (Claude Code stopped by
+        # a hook): the replay sends request 1 all the same, which no bill holds
+        call = ToolCall("c1", "Edit", {"path": "a.py"})
+        turns = (Turn(UserInput("fix a.py"), (AssistantMessage("", (call,)), ToolResults((ToolResult("c1", "ok"),))),
+                      usage=(Usage(1_000, 20, model="gpt-4o"),)),
+                 Turn(UserInput("continue"), (AssistantMessage("done"),), usage=(Usage(1_200, 5, model="gpt-4o"),)))
+        conv = Conversation(turns, id="stopped")
+        rec = recorded(conv)
+        assert list(rec.calls["request"]) == [0, 2] and rec.unrecorded() == [1]
+        assert rec.compared() == "2 recorded calls; request 1 left out: no recorded call"
+        frame = replay(conv, lambda: FullContext(""), counter=ApproxCounter(),
+                       pricing=Pricing.for_model("gpt-4o")).requests
+        assert len(frame) == 3 and rec.against(frame)[2] == 2
+        assert rec.against(frame)[0] == pytest.approx(frame.loc[[0, 2], "cost_usd_cached"].sum())
+
     def test_a_compaction_is_placed_at_the_request_after_it(self):
         conv = session([("gpt-4o", 3_000 + 1_000 * k, 0, 50) for k in range(5)], compact_after=3)
         (point,) = recorded(conv).compactions
