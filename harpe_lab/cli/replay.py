@@ -237,7 +237,7 @@ def _against_recorded(frame: Any, m: Any) -> list[str]:
         return [f"replayed compactions: {_requests(replayed)}"]
     recorded = [c.request for c in rec.compactions]
     lines = [f"replayed compactions: {_requests(replayed)} · recorded: {_requests(recorded)}"]
-    mine, theirs, calls = rec.against(frame)
+    mine, theirs, _ = rec.against(frame)
     if not (math.isnan(mine) or math.isnan(theirs)) and theirs > 0:
         where = f"{'before the first recorded compaction' if recorded else 'over the whole session'} ({rec.compared()})"
         missed, extra = rec.missed()
