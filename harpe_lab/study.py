@@ -411,9 +411,10 @@ def tune(sources: Iterable[Any], strategy: str, *, knob: str | None = None, lo: 
 
     measures = _measures(convs, counter="cl100k_base", calibrate=True, pricing=pricing)
 
-    requests = [0]  # the requests a replay sends, over all sessions (the same at every value)
+    requests = 0  # the requests a replay sends, over all sessions (the same at every value)
 
     def run(values: Sequence[int]) -> Any:
+        nonlocal requests
         rows = []
         for v in values:
             f = compare_sessions(convs, [strategy], knobs={**(knobs or {}), target.name: int(v)}, pricing=pricing,
@@ -424,7 +425,7 @@ def tune(sources: Iterable[Any], strategy: str, *, knob: str | None = None, lo: 
                              "retention": math.nan, "overshoots": math.nan, "compactions": math.nan,
                              "refused": f"refused by {len(refused)} of {_count(len(f), 'session')}: {refused[0]}"})
                 continue
-            requests[0] = int(f["requests"].sum())
+            requests = int(f["requests"].sum())
             needs, kept = f["needs"].sum(), f["needs_kept"].sum()
             share = f["retention"].mean() if f["retention"].notna().any() else (kept / needs if needs else math.nan)
             rows.append({target.name: int(v), "cost_usd_cached": f["cost_usd_cached"].sum(min_count=1),
@@ -455,7 +456,7 @@ def tune(sources: Iterable[Any], strategy: str, *, knob: str | None = None, lo: 
                       "compacts differently): there is nothing to tune here", window)
     priced = sum(m.pricing is not None for m in measures.values())
     reason = _why_best(objective, tried.loc[best, column], len(convs), priced, int(tried.loc[best, "overshoots"]),
-                       requests[0])
+                       requests)
     return Tuning(strategy, target.name, value, objective, tried, frontier, reason, window)
 
 
