@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from .conversation import Conversation
 from .messages import AssistantMessage
@@ -174,8 +174,7 @@ class Recorded:
         calls, gaps = len(self.until(self._compared_until)), self.unrecorded()
         text = f"{calls:,} recorded call{'s' * (calls != 1)}"
         if gaps:  # they are in a replay's table: without this, summing its rows would not give the figure
-            shown = ", ".join(str(k) for k in gaps[:12]) + (f", … ({len(gaps) - 12} more)" if len(gaps) > 12 else "")
-            text += f"; request{'s' * (len(gaps) > 1)} {shown} left out: no recorded call"
+            text += f"; request{'s' * (len(gaps) > 1)} {listed(gaps)} left out: no recorded call"
         return text
 
     def missed(self) -> tuple[int, float]:
@@ -242,6 +241,12 @@ def declared_window(conversation: Conversation) -> int | None:
         return model_input_limit(next(iter(models)))
     except HarpeLabError:
         return None
+
+
+def listed(requests: Sequence[int], most: int = 12) -> str:
+    """Request numbers as the headers list them: the first ``most``, then how many more."""
+    more = f", … ({len(requests) - most} more)" if len(requests) > most else ""
+    return ", ".join(str(k) for k in requests[:most]) + more
 
 
 def model_window(conversation: Conversation) -> int | None:

@@ -253,9 +253,9 @@ def _against_recorded(frame: Any, m: Any) -> list[str]:
 def _requests(indices: list[int]) -> str:
     if not indices:
         return "none"
-    shown = ", ".join(str(i) for i in indices[:12])
-    more = f", … ({len(indices) - 12} more)" if len(indices) > 12 else ""
-    return f"{len(indices)} at request{'s' * (len(indices) > 1)} {shown}{more}"
+    from ..recorded import listed
+
+    return f"{len(indices)} at request{'s' * (len(indices) > 1)} {listed(indices)}"
 
 
 # --- output ---------------------------------------------------------------------------------
